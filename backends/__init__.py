@@ -1,0 +1,104 @@
+"""statebench's keyed-state backends: PyFlink's keyed-state API over a heap and a RocksDB store.
+
+The public names below are a contract (../shared/design/state-api.md): outside conformance suites
+call them exactly as written. TTL follows Flink 2.x's rules; see the README for where statebench
+deliberately differs (the compaction filter, event-time TTL, timer cleanup).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from backends.clocks import EventTimeClock, ManualClock, ScaledClock, SystemClock
+from backends.descriptors import (
+    AggregatingStateDescriptor,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    StateDescriptor,
+    ValueStateDescriptor,
+)
+from backends.errors import CorruptSnapshotError, NoCurrentKeyError, StateMigrationError
+from backends.functions import AggregateFunction, ReduceFunction
+from backends.heap_backend import HeapKeyedStateBackend
+from backends.keyed_backend import KeyedStateBackend
+from backends.keygroups import KeyGroupRange
+from backends.rocksdb_backend import RocksDBKeyedStateBackend
+from backends.strategies import CleanupStrategy, parse_strategy
+from backends.ttl_config import StateTtlConfig
+from backends.types import Types
+
+BACKEND_KINDS = ("heap", "rocksdb")
+
+
+def create_backend(kind: str, clock: Any = None, **options: Any) -> KeyedStateBackend:
+    """A new, empty keyed state backend: "heap" (dicts) or "rocksdb" (rocksdict, `path=`).
+
+    Options: max_parallelism (default 128), key_group_range (a KeyGroupRange, default all);
+    rocksdb also path (created when missing; a temporary folder if omitted) and disable_wal.
+    """
+    if kind == "heap":
+        options.pop("path", None)
+        return HeapKeyedStateBackend(clock=clock, **options)
+    if kind == "rocksdb":
+        return RocksDBKeyedStateBackend(clock=clock, **options)
+    raise ValueError(f"unknown backend kind '{kind}'; expected one of {', '.join(BACKEND_KINDS)}")
+
+
+def restore_backend(
+    kind: str,
+    snapshots: Any,
+    clock: Any = None,
+    **options: Any,
+) -> KeyedStateBackend:
+    """A backend of `kind` holding the state of `snapshots` (handles or location strings).
+
+    Snapshots of several old tasks may be given: the new backend reads exactly the key groups of
+    its own key_group_range from them (rescaling). Any backend kind restores any full snapshot.
+    """
+    from backends.snapshot.reader import restore
+
+    if kind not in BACKEND_KINDS:
+        raise ValueError(
+            f"unknown backend kind '{kind}'; expected one of {', '.join(BACKEND_KINDS)}"
+        )
+    if isinstance(snapshots, str | Path) or hasattr(snapshots, "__fspath__"):
+        snapshots = [snapshots]
+    backend = create_backend(kind, clock=clock, **options)
+    try:
+        restore(backend, list(snapshots))
+    except BaseException:
+        backend.close()
+        raise
+    return backend
+
+
+__all__ = [
+    "BACKEND_KINDS",
+    "AggregateFunction",
+    "AggregatingStateDescriptor",
+    "CleanupStrategy",
+    "CorruptSnapshotError",
+    "EventTimeClock",
+    "HeapKeyedStateBackend",
+    "KeyGroupRange",
+    "KeyedStateBackend",
+    "ListStateDescriptor",
+    "ManualClock",
+    "MapStateDescriptor",
+    "NoCurrentKeyError",
+    "ReduceFunction",
+    "ReducingStateDescriptor",
+    "RocksDBKeyedStateBackend",
+    "ScaledClock",
+    "StateDescriptor",
+    "StateMigrationError",
+    "StateTtlConfig",
+    "SystemClock",
+    "Types",
+    "ValueStateDescriptor",
+    "create_backend",
+    "parse_strategy",
+    "restore_backend",
+]

@@ -1,0 +1,98 @@
+"""Timer (expiry-index) cleanup, for both backends: what Flink evaluated but never built, and
+what Spark's transformWithState does with its TTL timers.
+
+Every write of a unit registers `(expiration time, reference)` in a bucketed index. When the TTL
+clock passes a bucket's time (checked on every `set_current_key` and by `fire_timers()`), each
+referenced unit is re-read and removed if it really expired (a unit rewritten since has a later
+registration, so a stale one is skipped). With `granularity_ms` g > 0 expirations round up to a
+multiple of g: one bucket per g ms, removal at most g ms late, never early.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+from backends.storage.base import ABSENT
+from backends.ttl.context import TtlContext
+from backends.ttl.expiry import INT64_MAX, NOW_INFINITY
+
+INFINITY = NOW_INFINITY
+
+
+class ExpiryIndex:
+    """Buckets of references keyed by expiration time, drained in time order."""
+
+    def __init__(self, raw: Any, ctx: TtlContext, granularity_ms: int) -> None:
+        self._raw = raw
+        self._ttl = ctx.ttl
+        self._now_fn = ctx.now
+        self._counters = ctx.counters
+        self._granularity = granularity_ms
+        self._shape = raw.spec.shape
+        self._buckets: dict[int, list] = {}
+        self._times: list[int] = []
+        self.next_due = INFINITY
+        self.registered = 0
+
+    def __len__(self) -> int:
+        """References waiting in the index (a unit rewritten n times may appear n times)."""
+        return sum(len(b) for b in self._buckets.values())
+
+    def register(self, expiration: int, ref: Any, user_key: Any = ABSENT) -> None:
+        g = self._granularity
+        due = expiration if g <= 1 else -(-expiration // g) * g
+        bucket = self._buckets.get(due)
+        if bucket is None:
+            self._buckets[due] = bucket = []
+            heapq.heappush(self._times, due)
+            if due < self.next_due:
+                self.next_due = due
+        bucket.append(ref if user_key is ABSENT else (ref, user_key))
+        self.registered += 1
+
+    def maybe_fire(self) -> None:
+        """Cheap per-record check: fire only when the clock passed the earliest bucket."""
+        if self._now_fn() >= self.next_due:
+            self.fire()
+
+    def fire(self) -> int:
+        """Remove every unit whose expiration passed; returns the number of units removed."""
+        now = self._now_fn()
+        if now >= INT64_MAX:
+            now = INFINITY
+        removed = 0
+        times, buckets = self._times, self._buckets
+        while times and times[0] <= now:
+            due = heapq.heappop(times)
+            for item in buckets.pop(due):
+                removed += self._expire(item, now)
+        self.next_due = times[0] if times else INFINITY
+        self._counters.timer += removed
+        return removed
+
+    def _expire(self, item: Any, now: int) -> int:
+        raw, ttl = self._raw, self._ttl
+        if self._shape == "value":
+            stored = raw.ref_get(item)
+            if stored is not None and stored[1] + ttl <= now:
+                raw.ref_delete(item)
+                self._counters.add_lag(now - stored[1] - ttl)
+                return 1
+            return 0
+        if self._shape == "list":
+            stored = raw.ref_get(item)
+            if not stored:
+                return 0
+            kept = [e for e in stored if e[1] + ttl > now]
+            if len(kept) == len(stored):
+                return 0
+            raw.ref_put(item, kept)
+            return len(stored) - len(kept)
+        ref, user_key = item
+        stored = raw.ref_get_entry(ref, user_key)
+        if stored is ABSENT or stored[1] + ttl > now:
+            return 0
+        raw.ref_remove_entries(ref, (user_key,))
+        self._counters.add_lag(now - stored[1] - ttl)
+        return 1

@@ -1,0 +1,309 @@
+"""The keyed state backend: current key, state registration, TTL decoration and cleanups.
+
+Everything here is shared by both backends; `HeapKeyedStateBackend` and
+`RocksDBKeyedStateBackend` add only how a key is selected and where raw states live. A state is
+registered by descriptor: a plain one wraps the raw state directly, a TTL one wraps it with the
+TTL layer and installs the cleanup mechanisms its config asks for. Re-registering a restored
+state whose physical shape differs (TTL switched on or off, compaction-filter placement) migrates
+its entries; an incompatible type raises StateMigrationError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from backends import descriptors as d
+from backends.cleanup.counters import CleanupCounters
+from backends.cleanup.timers import ExpiryIndex
+from backends.clocks import EventTimeClock, SystemClock
+from backends.errors import StateMigrationError
+from backends.keygroups import DEFAULT_MAX_PARALLELISM, KeyGroupRange, check_max_parallelism
+from backends.state import plain
+from backends.storage.spec import RawStateSpec
+from backends.ttl import states as ttl_states
+from backends.ttl.context import TtlContext
+from backends.ttl.migration import ttl_layout_transform
+from backends.ttl_config import StateTtlConfig
+
+_EVENT_TIME = StateTtlConfig.TtlTimeCharacteristic.EventTime
+
+
+class KeyedStateBackend:
+    """Base class: the public API of state-api.md minus the storage specifics."""
+
+    kind = ""
+
+    def __init__(
+        self,
+        clock: Any = None,
+        max_parallelism: int = DEFAULT_MAX_PARALLELISM,
+        key_group_range: KeyGroupRange | None = None,
+    ) -> None:
+        clock = SystemClock() if clock is None else clock
+        if not callable(getattr(clock, "now", None)):
+            raise ValueError(f"clock must have a now() -> int ms method, got {clock!r}")
+        self.clock = clock
+        self.event_clock = EventTimeClock()
+        self.max_parallelism = check_max_parallelism(max_parallelism)
+        self.key_group_range = key_group_range or KeyGroupRange.all(self.max_parallelism)
+        if not (0 <= self.key_group_range.start and self.key_group_range.end < max_parallelism):
+            raise ValueError(
+                f"key_group_range {self.key_group_range} is outside [0, {max_parallelism - 1}]"
+            )
+        self._raw: dict[str, Any] = {}
+        self._states: dict[str, tuple[d.StateDescriptor, Any]] = {}
+        self._counters: dict[str, CleanupCounters] = {}
+        self._record_hooks: list[Callable[[], None]] = []
+        self._hooks_by_state: dict[str, list[Callable[[], None]]] = {}
+        self._timer_indexes: dict[str, ExpiryIndex] = {}
+        self.not_applicable: dict[str, list[str]] = {}
+        self._cur_key: Any = None
+        self._kg_cache: dict = {}
+        self._closed = False
+
+    # ----------------------------------------------------------------- keys and time
+    def get_current_key(self) -> Any:
+        return self._cur_key
+
+    def set_event_time(self, timestamp_ms: int) -> None:
+        """The timestamp of the record being processed: the clock of EventTime TTL states."""
+        self.event_clock.set(timestamp_ms)
+
+    def _run_record_hooks(self) -> None:
+        for hook in self._record_hooks:
+            hook()
+
+    def fire_timers(self) -> int:
+        """Run timer cleanup now for every state (also happens on each set_current_key)."""
+        return sum(idx.fire() for idx in self._timer_indexes.values())
+
+    # ----------------------------------------------------------------- registration
+    def get_state(self, descriptor: d.ValueStateDescriptor) -> Any:
+        return self._register(descriptor, d.VALUE)
+
+    def get_list_state(self, descriptor: d.ListStateDescriptor) -> Any:
+        return self._register(descriptor, d.LIST)
+
+    def get_map_state(self, descriptor: d.MapStateDescriptor) -> Any:
+        return self._register(descriptor, d.MAP)
+
+    def get_reducing_state(self, descriptor: d.ReducingStateDescriptor) -> Any:
+        return self._register(descriptor, d.REDUCING)
+
+    def get_aggregating_state(self, descriptor: d.AggregatingStateDescriptor) -> Any:
+        return self._register(descriptor, d.AGGREGATING)
+
+    def _register(self, desc: d.StateDescriptor, kind: str) -> Any:
+        self._check_open()
+        if not isinstance(desc, d.StateDescriptor) or desc.kind != kind:
+            raise TypeError(f"expected a {kind} state descriptor, got {desc!r}")
+        existing = self._states.get(desc.name)
+        if existing is not None and existing[0] is desc:
+            return existing[1]
+        spec = self._spec_for(desc)
+        raw = self._raw.get(desc.name)
+        if raw is None:
+            raw = self._create_raw(spec)
+        elif raw.spec != spec:
+            raw = self._migrate(raw, spec)
+        self._raw[desc.name] = raw
+        self._unhook(desc.name)
+        state = self._build_state(desc, raw)
+        self._states[desc.name] = (desc, state)
+        return state
+
+    def _spec_for(self, desc: d.StateDescriptor) -> RawStateSpec:
+        key_type = desc.key_type_info if isinstance(desc, d.MapStateDescriptor) else None
+        spec = RawStateSpec(desc.name, desc.kind, desc.type_info, key_type, desc.ttl_enabled)
+        if desc.ttl_enabled:
+            self._check_compaction_filter_clock(desc)
+        return spec
+
+    def _check_compaction_filter_clock(self, desc: d.StateDescriptor) -> None:
+        """An explicit compaction filter needs a wall-clock-driven processing-time clock."""
+        cfg = desc.ttl_config
+        assert cfg is not None
+        if not cfg.get_cleanup_strategies().is_explicit_compact_filter():
+            return
+        if cfg.get_ttl_time_characteristic() is _EVENT_TIME:
+            raise ValueError(
+                f"state '{desc.name}': cleanup_in_rocksdb_compact_filter needs processing time; "
+                "RocksDB's TTL compaction cannot follow event time"
+            )
+        if not getattr(self.clock, "wall_clock_driven", False):
+            raise ValueError(
+                f"state '{desc.name}': cleanup_in_rocksdb_compact_filter reads the wall clock, "
+                f"so it needs SystemClock or ScaledClock, not {self.clock!r}"
+            )
+
+    def _migrate(self, old: Any, spec: RawStateSpec) -> Any:
+        if old.spec.kind != spec.kind:
+            raise StateMigrationError(
+                f"state '{spec.name}' holds {old.spec.kind} state and cannot be registered as "
+                f"{spec.kind} state"
+            )
+        transform = self._resolve_migration(old.spec, spec)
+        new = self._create_raw(spec, replacing=old)
+        for kg in self.key_group_range:
+            for key, container in old.iter_key_group(kg):
+                new.load(kg, key, transform(container))
+        self._drop_raw(old)
+        return new
+
+    def _resolve_migration(self, old: RawStateSpec, new: RawStateSpec) -> Callable[[Any], Any]:
+        """How stored containers of `old` become containers of `new`; raises if incompatible."""
+        from backends.schema import resolve_value_migration
+
+        value_fn = resolve_value_migration(old, new)
+        shape = new.shape
+        if old.ttl_layout != new.ttl_layout:
+            layout = ttl_layout_transform(shape, new.ttl_layout, self.clock.now())
+        else:
+            layout = None
+        if value_fn is None and layout is None:
+            return lambda c: c
+        return _compose_container_migration(shape, old.ttl_layout, value_fn, layout)
+
+    def _build_state(self, desc: d.StateDescriptor, raw: Any) -> Any:
+        if not desc.ttl_enabled:
+            return _plain_state(desc, raw)
+        cfg = desc.ttl_config
+        assert cfg is not None
+        clock = self.event_clock if cfg.get_ttl_time_characteristic() is _EVENT_TIME else self.clock
+        counters = self._counters.setdefault(desc.name, CleanupCounters())
+        ctx = TtlContext(cfg, clock.now, counters)
+        strategies = cfg.get_cleanup_strategies()
+        self._install_backend_cleanups(desc, raw, ctx)
+        timer_strategy = strategies.get_timer_cleanup_strategy()
+        if timer_strategy is not None:
+            index = ExpiryIndex(raw, ctx, timer_strategy.granularity_ms)
+            ctx.timers = index
+            self._timer_indexes[desc.name] = index
+            self._hook(desc.name, index.maybe_fire)
+        return _ttl_state(desc, raw, ctx)
+
+    def _hook(self, name: str, hook: Callable[[], None]) -> None:
+        self._hooks_by_state.setdefault(name, []).append(hook)
+        self._record_hooks.append(hook)
+
+    def _unhook(self, name: str) -> None:
+        for hook in self._hooks_by_state.pop(name, []):
+            self._record_hooks.remove(hook)
+        self._timer_indexes.pop(name, None)
+        self.not_applicable.pop(name, None)
+
+    def _note_not_applicable(self, name: str, reason: str) -> None:
+        self.not_applicable.setdefault(name, []).append(reason)
+
+    # ----------------------------------------------------------------- inspection
+    def registered_state_names(self) -> list[str]:
+        return sorted(self._raw)
+
+    def descriptor(self, name: str) -> d.StateDescriptor | None:
+        entry = self._states.get(name)
+        return entry[0] if entry else None
+
+    def raw_state(self, name: str) -> Any:
+        try:
+            return self._raw[name]
+        except KeyError:
+            raise ValueError(
+                f"no state named '{name}' in this backend; known: {sorted(self._raw)}"
+            ) from None
+
+    def physical_entries(self, name: str) -> int:
+        """Exact number of keys physically holding data for the state, expired or not."""
+        return self.raw_state(name).count_keys()
+
+    def cleanup_counts(self) -> dict[str, dict[str, int | float]]:
+        """Units removed per state and mechanism (read, incremental, timer, ...)."""
+        return {name: c.as_dict() for name, c in sorted(self._counters.items())}
+
+    def counters(self, name: str) -> CleanupCounters:
+        return self._counters.setdefault(name, CleanupCounters())
+
+    # ----------------------------------------------------------------- snapshots
+    def snapshot(self, checkpoint_id: int, target: Any, mode: str = "full", **options: Any) -> Any:
+        from backends.snapshot.writer import take_snapshot
+
+        self._check_open()
+        return take_snapshot(self, checkpoint_id, target, mode=mode, **options)
+
+    # ----------------------------------------------------------------- lifecycle
+    def compact(self) -> None:
+        """Heap: nothing to compact."""
+
+    def close(self) -> None:
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"this {self.kind} backend is closed")
+
+    def __enter__(self) -> KeyedStateBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- to implement
+    def set_current_key(self, key: Any) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _create_raw(self, spec: RawStateSpec, replacing: Any = None) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    def _drop_raw(self, raw: Any) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _install_backend_cleanups(self, desc: d.StateDescriptor, raw: Any, ctx: TtlContext):
+        raise NotImplementedError  # pragma: no cover
+
+
+def _compose_container_migration(
+    shape: str, old_ttl: bool, value_fn: Callable | None, layout: Callable | None
+) -> Callable[[Any], Any]:
+    """Apply a value migration to each unit (inside its TTL wrapper), then a layout change."""
+
+    def unit(u: Any) -> Any:
+        if value_fn is None:
+            return u
+        if old_ttl:
+            return (None if u[0] is None else value_fn(u[0]), u[1])
+        return None if u is None else value_fn(u)
+
+    def apply(c: Any) -> Any:
+        if shape == "value":
+            c = unit(c)
+        elif shape == "list":
+            c = [unit(e) for e in c]
+        else:
+            c = {k: unit(v) for k, v in c.items()}
+        return c if layout is None else layout(c)
+
+    return apply
+
+
+def _plain_state(desc: d.StateDescriptor, raw: Any) -> Any:
+    if isinstance(desc, d.MapStateDescriptor):
+        return plain.MapState(raw, desc.key_type_info, desc.type_info)
+    if isinstance(desc, d.ListStateDescriptor):
+        return plain.ListState(raw, desc.type_info)
+    if isinstance(desc, d.ReducingStateDescriptor):
+        return plain.ReducingState(raw, desc.type_info, desc.reduce)
+    if isinstance(desc, d.AggregatingStateDescriptor):
+        return plain.AggregatingState(raw, desc.type_info, desc.agg_function)
+    return plain.ValueState(raw, desc.type_info)
+
+
+def _ttl_state(desc: d.StateDescriptor, raw: Any, ctx: TtlContext) -> Any:
+    if isinstance(desc, d.MapStateDescriptor):
+        return ttl_states.TtlMapState(raw, ctx, desc.key_type_info, desc.type_info)
+    if isinstance(desc, d.ListStateDescriptor):
+        return ttl_states.TtlListState(raw, ctx, desc.type_info)
+    if isinstance(desc, d.ReducingStateDescriptor):
+        return ttl_states.TtlReducingState(raw, ctx, desc.type_info, desc.reduce)
+    if isinstance(desc, d.AggregatingStateDescriptor):
+        return ttl_states.TtlAggregatingState(raw, ctx, desc.type_info, desc.agg_function)
+    return ttl_states.TtlValueState(raw, ctx, desc.type_info)

@@ -1,0 +1,276 @@
+"""The RocksDB backend's raw storage, through rocksdict in raw mode (bytes in, bytes out).
+
+Keys are `[key group: 2 bytes big-endian][serialized key]` (+ the serialized user key for a map
+entry, each map entry being its own RocksDB key, as in Flink), so one key group is one contiguous
+key range and rescaling or snapshotting a key group is a prefix scan. Values are produced by the
+codecs in `codecs.py` (Flink's layout). A state lives in its own column family of the backend's
+main DB, or, with the compaction-filter cleanup, in the default column family of a DB of its own
+opened in RocksDB's TTL mode (RocksDB applies that TTL to the default column family only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from backends.errors import NoCurrentKeyError
+from backends.keygroups import TAG_INT, deserialize_key, key_group_prefix, serialize_key
+from backends.storage.base import ABSENT
+from backends.storage.codecs import ListCodec, MapValueCodec, ValueCodec
+from backends.storage.spec import RawStateSpec
+
+_LEN_AT = 3  # a variable-length key's 4-byte length follows the 2-byte key group and 1-byte tag
+
+
+def key_prefix_length(raw_key: bytes) -> int:
+    """Length of `[key group][serialized key]` at the start of a stored RocksDB key."""
+    if raw_key[2] == TAG_INT:
+        return 11
+    return 7 + int.from_bytes(raw_key[_LEN_AT:_LEN_AT + 4], "big")
+
+
+class _RocksRaw:
+    """Shared plumbing: the DB handle, the current prefix, scans and bulk access."""
+
+    def __init__(self, backend: Any, spec: RawStateSpec, db: Any) -> None:
+        self._b = backend
+        self.spec = spec
+        self.name = spec.name
+        self.db = db
+        self._get, self._put, self._delete = db.get, db.put, db.delete
+
+    def _prefix(self) -> bytes:
+        prefix = self._b._cur_prefix
+        if prefix is None:
+            raise NoCurrentKeyError(self.name)
+        return prefix
+
+    current_ref = _prefix
+
+    def scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) of every RocksDB key starting with `prefix`, in key order."""
+        it = self.db.iter()
+        it.seek(prefix)
+        while it.valid():
+            key = it.key()
+            if not key.startswith(prefix):
+                break
+            yield key, it.value()
+            it.next()
+
+    def scan_keys(self, prefix: bytes) -> list[bytes]:
+        return [k for k, _ in self.scan(prefix)]
+
+    def iter_refs(self, key_group: int) -> list[bytes]:
+        refs, last = [], None
+        for key, _ in self.scan(key_group_prefix(key_group)):
+            plen = key_prefix_length(key)
+            if last is None or key[:plen] != last:
+                last = key[:plen]
+                refs.append(last)
+        return refs
+
+    def count_keys(self) -> int:
+        count, last = 0, None
+        for key, _ in self.scan(b""):
+            if self.spec.shape == "map":
+                plen = key_prefix_length(key)
+                if last is not None and key.startswith(last) and len(last) == plen:
+                    continue
+                last = key[:plen]
+            count += 1
+        return count
+
+    def drop_all(self) -> None:
+        self.db.delete_range(b"\x00\x00", b"\xff\xff")
+
+    def ref_delete(self, ref: bytes) -> None:
+        self._delete(ref)
+
+    def load(self, key_group: int, key: Any, container: Any) -> None:
+        self.ref_put(key_group_prefix(key_group) + serialize_key(key), container)
+
+
+class RocksRawValue(_RocksRaw):
+    """Current key -> one encoded stored object."""
+
+    kind = "value"
+
+    def __init__(self, backend: Any, spec: RawStateSpec, db: Any) -> None:
+        super().__init__(backend, spec, db)
+        codec = ValueCodec(spec.value_type, spec.ttl_layout)
+        self.encode, self.decode = codec.encode, codec.decode
+
+    def value(self) -> Any:
+        prefix = self._b._cur_prefix
+        if prefix is None:
+            raise NoCurrentKeyError(self.name)
+        data = self._get(prefix)
+        return None if data is None else self.decode(data)
+
+    def update(self, stored: Any) -> None:
+        prefix = self._b._cur_prefix
+        if prefix is None:
+            raise NoCurrentKeyError(self.name)
+        self._put(prefix, self.encode(stored))
+
+    def clear(self) -> None:
+        self._delete(self._prefix())
+
+    def ref_get(self, ref: bytes) -> Any:
+        data = self._get(ref)
+        return None if data is None else self.decode(data)
+
+    def ref_put(self, ref: bytes, container: Any) -> None:
+        if container is None:
+            self._delete(ref)
+        else:
+            self._put(ref, self.encode(container))
+
+    def iter_key_group(self, key_group: int) -> Iterator[tuple[Any, Any]]:
+        for key, data in self.scan(key_group_prefix(key_group)):
+            yield deserialize_key(key, 2)[0], self.decode(data)
+
+
+
+class RocksRawList(_RocksRaw):
+    """Current key -> the concatenated encoded elements; add is read, append bytes, write."""
+
+    kind = "list"
+
+    def __init__(self, backend: Any, spec: RawStateSpec, db: Any) -> None:
+        super().__init__(backend, spec, db)
+        self.codec = ListCodec(spec.value_type, spec.ttl_layout)
+
+    def get(self) -> list | None:
+        data = self._get(self._prefix())
+        return None if data is None else self.codec.decode_all(data)
+
+    def add(self, element: Any) -> None:
+        prefix = self._prefix()
+        data = self._get(prefix)
+        encoded = self.codec.encode_element(element)
+        self._put(prefix, encoded if data is None else data + encoded)
+
+    def add_all(self, elements: list) -> None:
+        if not elements:
+            return
+        prefix = self._prefix()
+        data = self._get(prefix)
+        encoded = self.codec.encode_all(elements)
+        self._put(prefix, encoded if data is None else data + encoded)
+
+    def update(self, elements: list) -> None:
+        prefix = self._prefix()
+        if elements:
+            self._put(prefix, self.codec.encode_all(elements))
+        else:
+            self._delete(prefix)
+
+    def clear(self) -> None:
+        self._delete(self._prefix())
+
+    def ref_get(self, ref: bytes) -> list | None:
+        data = self._get(ref)
+        return None if data is None else self.codec.decode_all(data)
+
+    def ref_put(self, ref: bytes, container: list | None) -> None:
+        if container:
+            self._put(ref, self.codec.encode_all(container))
+        else:
+            self._delete(ref)
+
+    def iter_key_group(self, key_group: int) -> Iterator[tuple[Any, Any]]:
+        for key, data in self.scan(key_group_prefix(key_group)):
+            yield deserialize_key(key, 2)[0], self.codec.decode_all(data)
+
+
+
+class RocksRawMap(_RocksRaw):
+    """Current key -> one RocksDB key per map entry: `[prefix][user key bytes]`."""
+
+    kind = "map"
+
+    def __init__(self, backend: Any, spec: RawStateSpec, db: Any) -> None:
+        super().__init__(backend, spec, db)
+        assert spec.key_type is not None
+        self._kenc, self._kdec = spec.key_type.encode, spec.key_type.decode
+        codec = MapValueCodec(spec.value_type, spec.ttl_layout)
+        self._venc, self._vdec = codec.encode, codec.decode
+
+    def get(self, user_key: Any) -> Any:
+        data = self._get(self._prefix() + self._kenc(user_key))
+        return ABSENT if data is None else self._vdec(data)
+
+    def put(self, user_key: Any, stored: Any) -> None:
+        self._put(self._prefix() + self._kenc(user_key), self._venc(stored))
+
+    def put_all(self, entries: dict) -> None:
+        prefix, kenc, venc, put = self._prefix(), self._kenc, self._venc, self._put
+        for uk, stored in entries.items():
+            put(prefix + kenc(uk), venc(stored))
+
+    def remove(self, user_key: Any) -> None:
+        self._delete(self._prefix() + self._kenc(user_key))
+
+    def contains(self, user_key: Any) -> bool:
+        return self._get(self._prefix() + self._kenc(user_key)) is not None
+
+    def _entries(self, prefix: bytes) -> list[tuple[Any, Any]]:
+        plen, kdec, vdec = len(prefix), self._kdec, self._vdec
+        return [(kdec(k[plen:]), vdec(v)) for k, v in self.scan(prefix)]
+
+    def items(self) -> list[tuple[Any, Any]]:
+        return self._entries(self._prefix())
+
+    def is_empty(self) -> bool:
+        prefix = self._prefix()
+        return next(iter(self.scan(prefix)), None) is None
+
+    def clear(self) -> None:
+        self.ref_delete(self._prefix())
+
+    def ref_get(self, ref: bytes) -> dict | None:
+        entries = self._entries(ref)
+        return dict(entries) if entries else None
+
+    def ref_put(self, ref: bytes, container: dict | None) -> None:
+        self.ref_delete(ref)
+        if container:
+            kenc, venc, put = self._kenc, self._venc, self._put
+            for uk, stored in container.items():
+                put(ref + kenc(uk), venc(stored))
+
+    def ref_delete(self, ref: bytes) -> None:
+        delete = self._delete
+        for key in self.scan_keys(ref):
+            delete(key)
+
+    def ref_get_entry(self, ref: bytes, user_key: Any) -> Any:
+        data = self._get(ref + self._kenc(user_key))
+        return ABSENT if data is None else self._vdec(data)
+
+    def ref_put_entry(self, ref: bytes, user_key: Any, stored: Any) -> None:
+        self._put(ref + self._kenc(user_key), self._venc(stored))
+
+    def ref_remove_entries(self, ref: bytes, user_keys: Iterable[Any]) -> None:
+        for uk in user_keys:
+            self._delete(ref + self._kenc(uk))
+
+    def iter_key_group(self, key_group: int) -> Iterator[tuple[Any, Any]]:
+        current, entries = None, {}
+        kdec, vdec = self._kdec, self._vdec
+        for key, data in self.scan(key_group_prefix(key_group)):
+            plen = key_prefix_length(key)
+            prefix = key[:plen]
+            if prefix != current:
+                if current is not None:
+                    yield deserialize_key(current, 2)[0], entries
+                current, entries = prefix, {}
+            entries[kdec(key[plen:])] = vdec(data)
+        if current is not None:
+            yield deserialize_key(current, 2)[0], entries
+
+
+
+ROCKS_RAW_BY_SHAPE = {"value": RocksRawValue, "list": RocksRawList, "map": RocksRawMap}

@@ -1,0 +1,24 @@
+"""Switching TTL on or off for restored data (Flink 2.x semantics, flink-ttl-facts §2.4).
+
+Enabling TTL stamps every unit with the clock's time at re-registration; disabling drops the
+timestamps. Works on whole containers so both backends share it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def ttl_layout_transform(shape: str, to_ttl: bool, now: int) -> Callable[[Any], Any]:
+    """A container -> container function adding or removing last-access timestamps."""
+    if to_ttl:
+        if shape == "value":
+            return lambda c: (c, now)
+        if shape == "list":
+            return lambda c: [(e, now) for e in c]
+        return lambda c: {k: (v, now) for k, v in c.items()}
+    if shape == "value":
+        return lambda c: c[0]
+    if shape == "list":
+        return lambda c: [e for e, _ in c]
+    return lambda c: {k: s[0] for k, s in c.items()}
