@@ -7,12 +7,10 @@ from typing import Any
 from backends import descriptors as d
 from backends.cleanup.incremental import IncrementalCleanup
 from backends.keyed_backend import KeyedStateBackend
-from backends.keygroups import check_key, key_group_for
-from backends.storage.heap import HEAP_RAW_BY_SHAPE
+from backends.keygroups import check_key
+from backends.storage.heap import HEAP_RAW_BY_SHAPE, NO_KEY
 from backends.storage.spec import RawStateSpec
 from backends.ttl.context import TtlContext
-
-_KEY_CACHE_LIMIT = 1 << 20
 
 
 class HeapKeyedStateBackend(KeyedStateBackend):
@@ -24,30 +22,32 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         super().__init__(clock, max_parallelism, kwargs.pop("key_group_range", None))
         if kwargs:
             raise ValueError(f"unknown option(s) for the heap backend: {sorted(kwargs)}")
-        self._cur_kg = self.max_parallelism  # the NoKeyTable slot
+        self._cur_key = NO_KEY
+        self._make_key_selector()
 
-    def set_current_key(self, key: Any) -> None:
-        kg = self._kg_cache.get(key)
-        cls = key.__class__
-        if kg is None or (cls is not int and cls is not str and cls is not bytes):
-            kg = self._key_group_of(key)
-        self._cur_key = key
-        self._cur_kg = kg
-        if self._record_hooks:
-            for hook in self._record_hooks:
-                hook()
+    def _make_key_selector(self) -> None:
+        """Build set_current_key as a closure: it runs once per record. With the full key-group
+        range no key group is needed here at all (the flat dicts do not use it)."""
+        hooks, backend, key_group = self._record_hooks, self, self.key_group
+        full_range = len(self.key_group_range) == self.max_parallelism
+        key_group_range = self.key_group_range
 
-    def _key_group_of(self, key: Any) -> int:
-        check_key(key)
-        kg = key_group_for(key, self.max_parallelism)
-        if kg not in self.key_group_range:
-            raise ValueError(
-                f"key {key!r} is in key group {kg}, outside this backend's {self.key_group_range}"
-            )
-        if len(self._kg_cache) >= _KEY_CACHE_LIMIT:
-            self._kg_cache.clear()
-        self._kg_cache[key] = kg
-        return kg
+        def set_current_key(key: Any) -> None:
+            cls = key.__class__
+            if cls is not int and cls is not str and cls is not bytes or not full_range:
+                check_key(key)
+                kg = key_group(key)
+                if kg not in key_group_range:
+                    raise ValueError(
+                        f"key {key!r} is in key group {kg}, outside this backend's "
+                        f"{key_group_range}"
+                    )
+            backend._cur_key = key
+            if hooks:
+                for hook in hooks:
+                    hook()
+
+        self.set_current_key = set_current_key  # type: ignore[method-assign]
 
     def _create_raw(self, spec: RawStateSpec, replacing: Any = None) -> Any:
         return HEAP_RAW_BY_SHAPE[spec.shape](self, spec)
@@ -61,9 +61,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         strategies = ctx.config.get_cleanup_strategies()
         incremental = strategies.get_incremental_cleanup_strategy()
         if incremental is not None:
-            cleaner = IncrementalCleanup(
-                raw, ctx, incremental.cleanup_size, list(self.key_group_range)
-            )
+            cleaner = IncrementalCleanup(raw, ctx, incremental.cleanup_size)
             ctx.on_access = cleaner.step
             if incremental.run_cleanup_for_every_record:
                 self._hook(desc.name, cleaner.step)

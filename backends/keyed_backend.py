@@ -18,7 +18,12 @@ from backends.cleanup.counters import CleanupCounters
 from backends.cleanup.timers import ExpiryIndex
 from backends.clocks import EventTimeClock, SystemClock
 from backends.errors import StateMigrationError
-from backends.keygroups import DEFAULT_MAX_PARALLELISM, KeyGroupRange, check_max_parallelism
+from backends.keygroups import (
+    DEFAULT_MAX_PARALLELISM,
+    KeyGroupRange,
+    check_max_parallelism,
+    key_group_for,
+)
 from backends.state import plain
 from backends.storage.spec import RawStateSpec
 from backends.ttl import states as ttl_states
@@ -27,6 +32,7 @@ from backends.ttl.migration import ttl_layout_transform
 from backends.ttl_config import StateTtlConfig
 
 _EVENT_TIME = StateTtlConfig.TtlTimeCharacteristic.EventTime
+KEY_CACHE_LIMIT = 1 << 21
 
 
 class KeyedStateBackend:
@@ -64,7 +70,18 @@ class KeyedStateBackend:
 
     # ----------------------------------------------------------------- keys and time
     def get_current_key(self) -> Any:
-        return self._cur_key
+        key = self._cur_key
+        return None if key is None or key.__class__ not in (int, str, bytes) else key
+
+    def key_group(self, key: Any) -> int:
+        """The key group of a key (cached: snapshots and rescaling ask for every key)."""
+        kg = self._kg_cache.get(key)
+        if kg is None:
+            kg = key_group_for(key, self.max_parallelism)
+            if len(self._kg_cache) >= KEY_CACHE_LIMIT:
+                self._kg_cache.clear()
+            self._kg_cache[key] = kg
+        return kg
 
     def set_event_time(self, timestamp_ms: int) -> None:
         """The timestamp of the record being processed: the clock of EventTime TTL states."""
@@ -145,9 +162,8 @@ class KeyedStateBackend:
             )
         transform = self._resolve_migration(old.spec, spec)
         new = self._create_raw(spec, replacing=old)
-        for kg in self.key_group_range:
-            for key, container in old.iter_key_group(kg):
-                new.load(kg, key, transform(container))
+        for kg, key, container in old.iter_entries():
+            new.load(kg, key, transform(container))
         self._drop_raw(old)
         return new
 
@@ -248,7 +264,7 @@ class KeyedStateBackend:
         self.close()
 
     # ----------------------------------------------------------------- to implement
-    def set_current_key(self, key: Any) -> None:  # pragma: no cover - abstract
+    def set_current_key(self, key: Any) -> None:  # pragma: no cover - replaced per instance
         raise NotImplementedError
 
     def _create_raw(self, spec: RawStateSpec, replacing: Any = None) -> Any:  # pragma: no cover

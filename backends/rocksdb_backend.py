@@ -23,14 +23,13 @@ from backends.cleanup.compaction_filter import (
     dropped_by_filter,
     native_ttl_seconds,
 )
-from backends.keyed_backend import KeyedStateBackend
-from backends.keygroups import check_key, key_group_for, key_group_prefix, serialize_key
+from backends.keyed_backend import KEY_CACHE_LIMIT, KeyedStateBackend
+from backends.keygroups import check_key, key_group_prefix, serialize_key
 from backends.storage.rocksdb import ROCKS_RAW_BY_SHAPE
 from backends.storage.spec import RawStateSpec
 from backends.ttl.context import TtlContext
 from backends.ttl_config import StateTtlConfig
 
-_KEY_CACHE_LIMIT = 1 << 20
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -79,30 +78,43 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._native: dict[int, tuple[Any, Any, Path]] = {}  # id(raw) -> (db, options, dir)
         self._generation = 0
         self._cur_prefix: bytes | None = None
+        self._prefix_cache: dict = {}
+        self._make_key_selector()
 
     # ----------------------------------------------------------------- keys
-    def set_current_key(self, key: Any) -> None:
-        prefix = self._kg_cache.get(key)
-        cls = key.__class__
-        if prefix is None or (cls is not int and cls is not str and cls is not bytes):
-            prefix = self._prefix_of(key)
-        self._cur_key = key
-        self._cur_prefix = prefix
-        if self._record_hooks:
-            for hook in self._record_hooks:
-                hook()
+    def _make_key_selector(self) -> None:
+        """Build set_current_key as a closure: it runs once per record."""
+        cache, hooks, prefix_of, backend = (
+            self._prefix_cache, self._record_hooks, self._prefix_of, self)
+
+        def set_current_key(key: Any) -> None:
+            cls = key.__class__
+            if cls is int or cls is str or cls is bytes:
+                try:
+                    prefix = cache[key]
+                except KeyError:
+                    prefix = prefix_of(key)
+            else:
+                prefix = prefix_of(key)
+            backend._cur_key = key
+            backend._cur_prefix = prefix
+            if hooks:
+                for hook in hooks:
+                    hook()
+
+        self.set_current_key = set_current_key  # type: ignore[method-assign]
 
     def _prefix_of(self, key: Any) -> bytes:
         check_key(key)
-        kg = key_group_for(key, self.max_parallelism)
+        kg = self.key_group(key)
         if kg not in self.key_group_range:
             raise ValueError(
                 f"key {key!r} is in key group {kg}, outside this backend's {self.key_group_range}"
             )
         prefix = key_group_prefix(kg) + serialize_key(key)
-        if len(self._kg_cache) >= _KEY_CACHE_LIMIT:
-            self._kg_cache.clear()
-        self._kg_cache[key] = prefix
+        if len(self._prefix_cache) >= KEY_CACHE_LIMIT:
+            self._prefix_cache.clear()
+        self._prefix_cache[key] = prefix
         return prefix
 
     @property

@@ -88,14 +88,22 @@ class _IntegerType(_StructType):
     low = INT64_MIN
     high = INT64_MAX
 
-    def check(self, value: Any) -> int:
-        if value.__class__ is not int:
+    def __init__(self) -> None:
+        super().__init__()
+        low, high, wrong = self.low, self.high, self._wrong
+
+        def check(value: Any) -> int:
+            # A closure over constants: this runs on every write of the hot path.
+            if value.__class__ is int and low <= value <= high:
+                return value
             if isinstance(value, bool) or not isinstance(value, int):
-                raise self._wrong(value)
+                raise wrong(value)
             value = int(value)
-        if not self.low <= value <= self.high:
-            raise ValueError(f"value {value} is out of range for the declared type {self}")
-        return value
+            if not low <= value <= high:
+                raise ValueError(f"value {value} is out of range for the declared type {self}")
+            return value
+
+        self.check = check  # type: ignore[method-assign]
 
 
 class LongType(_IntegerType):

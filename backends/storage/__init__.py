@@ -10,5 +10,5 @@ decorates any backend's internal state.
 Besides current-key access each raw state offers:
 - by-reference access (`current_ref()`, `ref_*`), so cleanup mechanisms can revisit an entry later
   without making its key current;
-- bulk access per key group (`iter_key_group`, `load`), for snapshots, restore and metrics.
+- bulk access (`iter_entries` by key-group range, `load`), for snapshots, restore and metrics.
 """

@@ -42,11 +42,10 @@ class RawState(Protocol):
 
     def ref_delete(self, ref: Any) -> None: ...
 
-    def iter_refs(self, key_group: int) -> Iterator[Any]:
-        """References of every key holding data in one key group (a stable list)."""
+    def iter_entries(self, key_groups: Any = None) -> Iterator[tuple[int, Any, Any]]:
+        """(key group, user key, container) for every key with data (in key_groups if given).
 
-    def iter_key_group(self, key_group: int) -> Iterator[tuple[Any, Any]]:
-        """(user key, container) for every key with data in one key group."""
+        Safe to modify the state while iterating (each backend iterates a stable view)."""
 
     def load(self, key_group: int, key: Any, container: Any) -> None:
         """Write a whole container for a key (restore, migration)."""

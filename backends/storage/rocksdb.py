@@ -61,14 +61,17 @@ class _RocksRaw:
     def scan_keys(self, prefix: bytes) -> list[bytes]:
         return [k for k, _ in self.scan(prefix)]
 
-    def iter_refs(self, key_group: int) -> list[bytes]:
-        refs, last = [], None
-        for key, _ in self.scan(key_group_prefix(key_group)):
-            plen = key_prefix_length(key)
-            if last is None or key[:plen] != last:
-                last = key[:plen]
-                refs.append(last)
-        return refs
+    def _scan_range(self, key_groups: Any) -> Iterator[tuple[bytes, bytes]]:
+        if key_groups is None:
+            yield from self.scan(b"")
+            return
+        for kg in key_groups:
+            yield from self.scan(key_group_prefix(kg))
+
+    def iter_entries(self, key_groups: Any = None) -> Iterator[tuple[int, Any, Any]]:
+        """(key group, key, container) of every key with data (in key_groups, if given)."""
+        for key, data in self._scan_range(key_groups):
+            yield int.from_bytes(key[:2], "big"), deserialize_key(key, 2)[0], self._decode_container(data)
 
     def count_keys(self) -> int:
         count, last = 0, None
@@ -127,9 +130,20 @@ class RocksRawValue(_RocksRaw):
         else:
             self._put(ref, self.encode(container))
 
-    def iter_key_group(self, key_group: int) -> Iterator[tuple[Any, Any]]:
-        for key, data in self.scan(key_group_prefix(key_group)):
-            yield deserialize_key(key, 2)[0], self.decode(data)
+    def _decode_container(self, data: bytes) -> Any:
+        return self.decode(data)
+
+    def stamped_writer(self, check: Any, now: Any) -> Any:
+        """`write(v)` storing `(check(v), now())` for the current key (see the heap twin)."""
+        backend, put, encode, name = self._b, self._put, self.encode, self.name
+
+        def write(value: Any) -> None:
+            prefix = backend._cur_prefix
+            if prefix is None:
+                raise NoCurrentKeyError(name)
+            put(prefix, encode((check(value), now())))
+
+        return write
 
 
 
@@ -180,9 +194,8 @@ class RocksRawList(_RocksRaw):
         else:
             self._delete(ref)
 
-    def iter_key_group(self, key_group: int) -> Iterator[tuple[Any, Any]]:
-        for key, data in self.scan(key_group_prefix(key_group)):
-            yield deserialize_key(key, 2)[0], self.codec.decode_all(data)
+    def _decode_container(self, data: bytes) -> list:
+        return self.codec.decode_all(data)
 
 
 
@@ -257,20 +270,24 @@ class RocksRawMap(_RocksRaw):
         for uk in user_keys:
             self._delete(ref + self._kenc(uk))
 
-    def iter_key_group(self, key_group: int) -> Iterator[tuple[Any, Any]]:
+    def iter_entries(self, key_groups: Any = None) -> Iterator[tuple[int, Any, Any]]:
+        """(key group, key, {user key: stored}) per key: consecutive entries grouped by prefix."""
         current, entries = None, {}
         kdec, vdec = self._kdec, self._vdec
-        for key, data in self.scan(key_group_prefix(key_group)):
+        for key, data in self._scan_range(key_groups):
             plen = key_prefix_length(key)
             prefix = key[:plen]
             if prefix != current:
                 if current is not None:
-                    yield deserialize_key(current, 2)[0], entries
+                    yield _split_prefix(current, entries)
                 current, entries = prefix, {}
             entries[kdec(key[plen:])] = vdec(data)
         if current is not None:
-            yield deserialize_key(current, 2)[0], entries
+            yield _split_prefix(current, entries)
 
+
+def _split_prefix(prefix: bytes, entries: dict) -> tuple[int, Any, dict]:
+    return int.from_bytes(prefix[:2], "big"), deserialize_key(prefix, 2)[0], entries
 
 
 ROCKS_RAW_BY_SHAPE = {"value": RocksRawValue, "list": RocksRawList, "map": RocksRawMap}

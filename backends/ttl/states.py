@@ -82,7 +82,10 @@ class TtlValueState(_TtlSingleValue):
 
     def __init__(self, raw: Any, ctx: TtlContext, value_type: TypeInformation) -> None:
         super().__init__(raw, ctx, value_type)
-        self._raw_update = raw.update
+        if self._access is None and self._timers is None:
+            self.update = _fast_value_update(raw, self._check, self._now_fn)  # type: ignore
+            if not self._refresh:
+                self.value = _fast_value_read(self)  # type: ignore
 
     def value(self) -> Any:
         return self._read()
@@ -95,9 +98,42 @@ class TtlValueState(_TtlSingleValue):
             return
         value = self._check(value)
         now = self._now_fn()
-        self._raw_update((value, now))
+        self._raw.update((value, now))
         if self._timers is not None:
             self._register(now)
+
+
+def _fast_value_update(raw: Any, check: Any, now: Any) -> Any:
+    """update() for a TTL value state with no access hook and no timers: the common benchmark
+    hot path, as a closure over the raw state's stamped writer (no attribute lookups)."""
+    write, raw_clear = raw.stamped_writer(check, now), raw.clear
+
+    def update(value: Any) -> None:
+        if value is None:
+            raw_clear()
+        else:
+            write(value)
+
+    return update
+
+
+def _fast_value_read(state: TtlValueState) -> Any:
+    """value() for OnCreateAndWrite with no access hook: the generic read path as a closure."""
+    raw_value, raw_clear, now_fn, ttl = state._raw.value, state._raw.clear, state._now_fn, state._ttl
+    return_expired, counters = state._return_expired, state._counters
+
+    def value() -> Any:
+        stored = raw_value()
+        if stored is None:
+            return None
+        now = now_fn()
+        if stored[1] + ttl <= now or now >= INT64_MAX:
+            raw_clear()
+            counters.read += 1
+            return stored[0] if return_expired else None
+        return stored[0]
+
+    return value
 
 
 class TtlReducingState(_TtlSingleValue):
