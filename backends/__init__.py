@@ -57,12 +57,12 @@ def restore_backend(
     Snapshots of several old tasks may be given: the new backend reads exactly the key groups of
     its own key_group_range from them (rescaling). Any backend kind restores any full snapshot.
     """
-    from backends.snapshot.reader import restore
-
     if kind not in BACKEND_KINDS:
         raise ValueError(
             f"unknown backend kind '{kind}'; expected one of {', '.join(BACKEND_KINDS)}"
         )
+    from backends.snapshot.reader import restore
+
     if isinstance(snapshots, str | Path) or hasattr(snapshots, "__fspath__"):
         snapshots = [snapshots]
     backend = create_backend(kind, clock=clock, **options)

@@ -38,7 +38,8 @@ def as_reduce_callable(reduce_fn: Any) -> Callable[[Any, Any], Any]:
     if callable(reduce_fn):
         return reduce_fn
     raise TypeError(
-        f"reduce_fn must be a callable (a, b) -> c or have a .reduce(a, b) method, got {reduce_fn!r}"
+        "reduce_fn must be a callable (a, b) -> c or have a .reduce(a, b) method, "
+        f"got {reduce_fn!r}"
     )
 
 

@@ -34,7 +34,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
 
         def set_current_key(key: Any) -> None:
             cls = key.__class__
-            if cls is not int and cls is not str and cls is not bytes or not full_range:
+            if (cls is not int and cls is not str and cls is not bytes) or not full_range:
                 check_key(key)
                 kg = key_group(key)
                 if kg not in key_group_range:

@@ -53,7 +53,7 @@ class KeyedStateBackend:
         self.event_clock = EventTimeClock()
         self.max_parallelism = check_max_parallelism(max_parallelism)
         self.key_group_range = key_group_range or KeyGroupRange.all(self.max_parallelism)
-        if not (0 <= self.key_group_range.start and self.key_group_range.end < max_parallelism):
+        if not (self.key_group_range.start >= 0 and self.key_group_range.end < max_parallelism):
             raise ValueError(
                 f"key_group_range {self.key_group_range} is outside [0, {max_parallelism - 1}]"
             )

@@ -68,7 +68,8 @@ def resolve_value_migration(old: RawStateSpec, new: RawStateSpec) -> Callable[[A
     """The per-unit converter from `old` to `new` user values (None if none is needed)."""
     if old.kind != new.kind:
         raise StateMigrationError(
-            f"state '{new.name}' holds {old.kind} state and cannot be registered as {new.kind} state"
+            f"state '{new.name}' holds {old.kind} state and cannot be registered as "
+            f"{new.kind} state"
         )
     if old.key_type is not None and new.key_type is not None and old.key_type != new.key_type:
         raise _incompatible(

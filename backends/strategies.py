@@ -53,7 +53,9 @@ class CleanupStrategy:
             builder.cleanup_with_timers(*self.args)
         return builder
 
-    def not_applicable_reason(self, backend_kind: str, wall_clock_driven: bool = True) -> str | None:
+    def not_applicable_reason(
+        self, backend_kind: str, wall_clock_driven: bool = True
+    ) -> str | None:
         """None when the strategy runs on that backend and clock, else why it cannot."""
         if backend_kind not in BACKEND_KINDS:
             raise ValueError(

@@ -8,8 +8,8 @@ expired entries of a map (the whole map when none is left). Timestamps are never
 
 Python dicts cannot be iterated while they change, so each lap of the iterator walks a list of
 the keys taken when the lap starts (Flink's synchronous-snapshot variant also copied keys: one
-reference per key of extra memory); a key deleted meanwhile is simply skipped, a key added
-meanwhile is visited on the next lap.
+reference per key of extra memory); a key deleted meanwhile is skipped without counting as
+examined (Flink's iterator never yields it), a key added meanwhile is visited on the next lap.
 """
 
 from __future__ import annotations
@@ -34,22 +34,31 @@ class IncrementalCleanup:
         self._pos = 0
 
     def step(self) -> None:
-        pos, size, keys = self._pos, self._size, self._keys
+        """Examine the next `cleanup_size` entries still present (fewer only if the state has
+        fewer), starting a new lap over the current keys at most once per step."""
+        pos, size, keys, table = self._pos, self._size, self._keys, self._table
         end = pos + size
-        if end <= len(keys):  # the common case: the lap has cleanup_size keys left
-            self._pos = end
-            batch = keys[pos:end]
+        batch = keys[pos:end]
+        if len(batch) == size and all(k in table for k in batch):
+            self._pos = end  # the common case: the lap has cleanup_size live keys left
         else:
-            batch = keys[pos:]
-            if not self._table:
-                self._keys, self._pos = [], 0
-                if not batch:
-                    return
-            else:
-                # Wrap around: a new lap over the keys present now, as Flink's iterator does.
-                self._keys = list(self._table)
-                self._pos = size - len(batch)
-                batch += self._keys[:self._pos]
+            batch = [k for k in batch if k in table]
+            pos = min(end, len(keys))
+            lapped, seen = False, set(batch)
+            while len(batch) < size:
+                if pos >= len(keys):
+                    if lapped or not table:
+                        break
+                    keys, pos, lapped = list(table), 0, True
+                    self._keys = keys
+                key = keys[pos]
+                pos += 1
+                if key in table and key not in seen:
+                    batch.append(key)
+                    seen.add(key)
+            self._pos = pos
+            if not batch:
+                return
         now = self._now_fn()
         self._clean(batch, NOW_INFINITY if now >= INT64_MAX else now)
 

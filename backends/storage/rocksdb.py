@@ -71,7 +71,8 @@ class _RocksRaw:
     def iter_entries(self, key_groups: Any = None) -> Iterator[tuple[int, Any, Any]]:
         """(key group, key, container) of every key with data (in key_groups, if given)."""
         for key, data in self._scan_range(key_groups):
-            yield int.from_bytes(key[:2], "big"), deserialize_key(key, 2)[0], self._decode_container(data)
+            user_key = deserialize_key(key, 2)[0]
+            yield int.from_bytes(key[:2], "big"), user_key, self._decode_container(data)
 
     def count_keys(self) -> int:
         count, last = 0, None

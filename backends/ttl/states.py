@@ -119,7 +119,8 @@ def _fast_value_update(raw: Any, check: Any, now: Any) -> Any:
 
 def _fast_value_read(state: TtlValueState) -> Any:
     """value() for OnCreateAndWrite with no access hook: the generic read path as a closure."""
-    raw_value, raw_clear, now_fn, ttl = state._raw.value, state._raw.clear, state._now_fn, state._ttl
+    raw_value, raw_clear = state._raw.value, state._raw.clear
+    now_fn, ttl = state._now_fn, state._ttl
     return_expired, counters = state._return_expired, state._counters
 
     def value() -> Any:

@@ -1,0 +1,80 @@
+"""Timer (expiry-index) cleanup on both backends: exact removal as the clock passes expiry."""
+
+from __future__ import annotations
+
+from tests.state.helpers import ORW, list_desc, map_desc, ttl, value_desc
+
+
+def test_values_removed_exactly_at_expiry(backend, clock) -> None:
+    state = backend.get_state(value_desc(ttl(100, timers=0)))
+    for key in range(10):
+        clock.set(key * 10)
+        backend.set_current_key(key)
+        state.update(key)
+    clock.set(139)  # keys written at 0..30 expired (expiry 100..139 <= 139)
+    backend.set_current_key("tick")
+    assert backend.physical_entries("v") == 6
+    assert backend.cleanup_counts()["v"]["timer"] == 4
+
+
+def test_rewritten_value_is_not_removed_by_its_stale_timer(backend, clock) -> None:
+    state = backend.get_state(value_desc(ttl(100, timers=0)))
+    backend.set_current_key("k")
+    state.update(1)
+    clock.set(90)
+    state.update(2)
+    clock.set(150)
+    assert backend.fire_timers() == 0
+    assert state.value() == 2
+    clock.set(190)
+    backend.fire_timers()
+    assert backend.physical_entries("v") == 0
+
+
+def test_read_refresh_registers_a_new_timer(backend, clock) -> None:
+    state = backend.get_state(value_desc(ttl(100, update=ORW, timers=0)))
+    backend.set_current_key("k")
+    state.update(1)
+    clock.set(80)
+    assert state.value() == 1
+    clock.set(150)
+    backend.fire_timers()
+    assert backend.physical_entries("v") == 1
+    clock.set(180)
+    backend.fire_timers()
+    assert backend.physical_entries("v") == 0
+
+
+def test_granularity_never_removes_early(backend, clock) -> None:
+    state = backend.get_state(value_desc(ttl(100, timers=50)))
+    backend.set_current_key("k")
+    clock.set(1)
+    state.update(1)  # expires at 101, bucket 150
+    clock.set(120)
+    backend.fire_timers()
+    assert backend.physical_entries("v") == 1
+    clock.set(150)
+    backend.fire_timers()
+    assert backend.physical_entries("v") == 0
+
+
+def test_list_elements_and_map_entries(backend, clock) -> None:
+    lst = backend.get_list_state(list_desc(ttl(100, timers=0)))
+    mp = backend.get_map_state(map_desc(ttl(100, timers=0)))
+    backend.set_current_key("k")
+    lst.add(1)
+    mp.put("a", 1)
+    clock.set(50)
+    lst.add(2)
+    mp.put("b", 2)
+    clock.set(100)
+    backend.fire_timers()
+    raw_l, raw_m = backend.raw_state("l"), backend.raw_state("m")
+    assert raw_l.ref_get(raw_l.current_ref()) == [(2, 50)]
+    assert set(raw_m.ref_get(raw_m.current_ref())) == {"b"}
+    clock.set(150)
+    backend.fire_timers()
+    assert backend.physical_entries("l") == 0
+    assert backend.physical_entries("m") == 0
+    counts = backend.cleanup_counts()
+    assert counts["l"]["timer"] == 2 and counts["m"]["timer"] == 2
