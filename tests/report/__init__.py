@@ -1,0 +1,1 @@
+"""Tests for the HTML report (workloads.report)."""

@@ -1,0 +1,171 @@
+"""The report in a real headless Chromium: renders offline, without errors, every figure drawn.
+
+Chromium comes from Debian (``/usr/bin/chromium``), driven by Playwright's Python API; we never
+call ``playwright install`` (it downloads browsers, which this environment cannot do).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import subprocess
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from workloads.report import render_report
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "report-screenshot.png"
+VIEWPORT = {"width": 1360, "height": 900}
+DOCS_HEIGHT = 2400
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Path:
+    """Path to Chromium, installing the Debian package if it is missing (we run as root)."""
+    if not CHROMIUM.exists():
+        if shutil.which("apt-get") is None:
+            pytest.skip("chromium missing and apt-get unavailable: cannot run browser tests")
+        try:
+            subprocess.run(
+                "apt-get update && apt-get install -y chromium",
+                shell=True,
+                check=True,
+                timeout=900,
+                capture_output=True,
+            )
+        except (subprocess.SubprocessError, OSError) as exc:
+            pytest.skip(f"chromium missing and `apt-get install -y chromium` failed: {exc}")
+    if not CHROMIUM.exists():
+        pytest.skip("chromium still missing after apt-get install")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+def browser(chromium: Path) -> Iterator[object]:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        instance = pw.chromium.launch(executable_path=str(chromium), args=ARGS, headless=True)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture(scope="session")
+def report_path(session_run_dir: Path) -> Path:
+    return render_report(session_run_dir)
+
+
+def png_stats(png: bytes) -> tuple[int, int, float, int]:
+    """(width, height, share of non-zero filtered bytes, distinct byte values) of a PNG.
+
+    PNG stores each scanline filtered (difference to the left/upper pixel), so a uniform image
+    decompresses to almost only zero bytes whatever filter the encoder chose.  The share of
+    non-zero bytes therefore measures how much is drawn, without a full decoder.
+    """
+    assert png[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, width, height = 8, b"", 0, 0
+    while pos < len(png):
+        (length,) = struct.unpack(">I", png[pos : pos + 4])
+        kind, body = png[pos + 4 : pos + 8], png[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            width, height = struct.unpack(">II", body[:8])
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    return width, height, 1.0 - raw.count(0) / len(raw), len(set(raw))
+
+
+def test_report_renders_in_chromium(browser: object, report_path: Path) -> None:
+    page = browser.new_page(viewport=VIEWPORT)  # type: ignore[attr-defined]
+    console_errors: list[str] = []
+    page_errors: list[str] = []
+    external: list[str] = []
+    page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page_errors.append(str(e)))
+
+    def block_network(route: object) -> None:
+        url = route.request.url  # type: ignore[attr-defined]
+        if url.startswith(("file:", "data:", "blob:")):
+            route.continue_()  # type: ignore[attr-defined]
+        else:
+            external.append(url)
+            route.abort()  # type: ignore[attr-defined]
+
+    page.route("**/*", block_network)
+    page.goto(report_path.as_uri(), wait_until="load")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.chart')].every("
+        "c => c.querySelector('.js-plotly-plot .main-svg'))",
+        timeout=15_000,
+    )
+    plots = page.evaluate(
+        """() => [...document.querySelectorAll('.js-plotly-plot')].map(el => ({
+            id: el.id,
+            wrapper: el.closest('.chart') ? el.closest('.chart').id : null,
+            expected: JSON.parse(el.closest('.chart').dataset.strategies),
+            names: el.data.map(t => t.name),
+            // calcdata is what plotly actually computed for drawing (data may hold base64).
+            points: (el.calcdata || []).reduce((n, cd) => n + cd.filter(
+                p => Number.isFinite(p.y) || Number.isFinite(p.s)).length, 0),
+            width: el.getBoundingClientRect().width,
+            height: el.getBoundingClientRect().height,
+        }))"""
+    )
+    charts = page.locator(".chart").count()
+    assert page_errors == []
+    assert console_errors == []
+    assert external == [], "the report must not touch the network"
+
+    assert charts == 8 and len(plots) == charts  # 4 views x 2 workloads
+    for plot in plots:
+        assert plot["id"] == f"{plot['wrapper']}-plot"
+        assert plot["names"], f"{plot['id']} has no traces"
+        assert plot["points"] > 0, f"{plot['id']} has no data points"
+        assert plot["width"] > 300 and plot["height"] > 200
+        assert set(plot["expected"]) <= set(plot["names"]), plot["id"]
+    strategies = {"none", "full_snapshot", "incremental", "compaction_filter", "timer"}
+    drawn = {name for plot in plots for name in plot["names"]}
+    assert strategies <= drawn
+    # Legends show each strategy once even though a strategy has a trace per facet.
+    legend_items = page.evaluate(
+        "() => [...document.querySelectorAll('#fig-state-ycsb-a .legendtext')]"
+        ".map(e => e.textContent)"
+    )
+    assert sorted(legend_items) == sorted(strategies)
+
+    shot = page.screenshot(full_page=True)
+    # The docs image is the top of the page (header, findings, trade-off plots): the full page is
+    # ~17k px tall and several MB, too heavy to keep in the repository.
+    top = page.screenshot(
+        full_page=True, clip={"x": 0, "y": 0, "height": DOCS_HEIGHT, "width": VIEWPORT["width"]}
+    )
+    page.goto("about:blank")
+    blank = page.screenshot(full_page=True)
+    page.close()
+
+    width, height, drawn_share, distinct = png_stats(shot)
+    _, _, blank_share, blank_distinct = png_stats(blank)
+    assert width == VIEWPORT["width"] and height > 5 * VIEWPORT["height"]
+    assert drawn_share > 0.02 and drawn_share > 10 * blank_share
+    assert distinct > 100 and distinct > blank_distinct
+    assert len(shot) > 20 * len(blank)
+    if os.environ.get("STATEBENCH_UPDATE_SCREENSHOT") == "1":
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        SCREENSHOT.write_bytes(top)

@@ -1,0 +1,111 @@
+"""Human-readable numbers.
+
+Sizes use decimal SI prefixes (kB = 1000 B) so that tables agree with plotly's axis ticks,
+which only know SI.  Three significant digits: benchmark numbers are noisier than that anyway.
+"""
+
+from __future__ import annotations
+
+import math
+
+MISSING = "—"
+#: Typographic characters, named so the source stays unambiguous ASCII where it matters.
+DASH = "\u2013"
+TIMES = "\u00d7"
+
+_SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def _sig(x: float, digits: int = 3) -> str:
+    """``x`` with ``digits`` significant digits and no scientific notation for normal sizes."""
+    if x == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(x)))
+    decimals = max(0, digits - 1 - magnitude)
+    return f"{x:.{decimals}f}"
+
+
+def si(x: float, suffix: str = "") -> str:
+    """1234567 -> '1.23 M' (+ suffix)."""
+    for scale, prefix in _SI:
+        if abs(x) >= scale:
+            return f"{_sig(x / scale)} {prefix}{suffix}".rstrip()
+    return f"{_sig(x)} {suffix}".rstrip()
+
+
+def _duration_us(us: float) -> str:
+    if abs(us) >= 1e6:
+        return f"{_sig(us / 1e6)} s"
+    if abs(us) >= 1e3:
+        return f"{_sig(us / 1e3)} ms"
+    return f"{_sig(us)} µs"
+
+
+def fmt_value(value: float | None, unit: str) -> str:
+    """Format ``value`` measured in ``unit``; None/NaN become the missing marker."""
+    if value is None or not math.isfinite(value):
+        return MISSING
+    if unit == "bytes":
+        return si(value, "B")
+    if unit == "us":
+        return _duration_us(value)
+    if unit == "ms":
+        return _duration_us(value * 1e3)
+    if unit in ("records/s", "ops/s"):
+        return si(value, "/s")
+    if unit in ("entries", "count"):
+        if abs(value) < 10_000 and float(value).is_integer():
+            return f"{int(value):,}"
+        return si(value)
+    return si(value)
+
+
+def fmt_range(lo: float, hi: float, unit: str) -> str:
+    """'16.8-61.7 MB' rather than '16.8 MB-61.7 MB' when both ends share a suffix.
+
+    A zero lower end (series that start empty) needs no unit: '0-61.7 MB'.
+    """
+    a, b = fmt_value(lo, unit), fmt_value(hi, unit)
+    if lo == 0:
+        return f"0{DASH}{b}"
+    head_a, _, tail_a = a.rpartition(" ")
+    head_b, _, tail_b = b.rpartition(" ")
+    if head_a and head_b and tail_a == tail_b:
+        return f"{head_a}{DASH}{head_b} {tail_a}"
+    return f"{a}{DASH}{b}"
+
+
+def iec_bytes(x: float) -> str:
+    """Binary units for memory sizes, which machines report in powers of two: '24.0 GiB'."""
+    for power, prefix in ((40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki")):
+        if abs(x) >= 2**power:
+            return f"{x / 2**power:.1f} {prefix}B"
+    return f"{x:.0f} B"
+
+
+def fmt_ratio(ratio: float | None) -> str:
+    """b/a ratios: '1.23x'; missing or undefined ratios become the missing marker."""
+    if ratio is None or not math.isfinite(ratio):
+        return MISSING
+    return f"{_sig(ratio)}{TIMES}"
+
+
+def fold(big: float, small: float) -> str:
+    """How many times ``big`` exceeds ``small``: '4.1x' (two significant digits reads best)."""
+    if small <= 0:
+        return f"\u221e{TIMES}" if big > 0 else f"1{TIMES}"
+    return f"{_sig(big / small, 2)}{TIMES}"
+
+
+def pct_change(new: float, base: float, higher: str, lower: str) -> str:
+    """'12% lower throughput'-style phrase for ``new`` relative to ``base``.
+
+    Changes under 1% are reported as "about the same" because run-to-run noise is larger.
+    """
+    if base == 0:
+        return f"{higher} (baseline is 0)"
+    change = new / base - 1.0
+    if abs(change) < 0.01:
+        return "about the same"
+    word = higher if change > 0 else lower
+    return f"{abs(change) * 100:.0f}% {word}"

@@ -1,0 +1,289 @@
+"""Read a run directory into per-scenario, per-metric sample arrays.
+
+The rows table is tidy and may hold per-task rows, task=-1 totals, or both.  Everything
+downstream (tables, plots, findings, diffs) wants exactly one job-wide number per step, so this
+module is the single place that decides how rows collapse: prefer the task=-1 total when the run
+wrote one (it may be more than a sum, e.g. a merged latency histogram), otherwise combine the
+tasks per step with ``sum`` for additive units and ``max`` for durations.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from workloads.report.metrics import (
+    NOT_APPLICABLE,
+    STORED_ENTRIES,
+    is_additive,
+    is_event_metric,
+    spec_for,
+)
+
+#: Preferred display orders; anything else found in a run is appended alphabetically.
+STRATEGY_ORDER = ("none", "full_snapshot", "incremental", "compaction_filter", "timer")
+BACKEND_ORDER = ("heap", "rocksdb")
+
+_REQUIRED = ("workload", "backend", "strategy", "metric", "value")
+_OPTIONAL_DEFAULTS: dict[str, Any] = {"task": -1, "step": 0, "logical_time_ms": -1, "unit": ""}
+
+
+@dataclass(frozen=True, order=True)
+class ScenarioKey:
+    """One benchmarked combination; the report's unit of comparison."""
+
+    workload: str
+    backend: str
+    strategy: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.workload}/{self.backend}/{self.strategy}"
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Job-wide samples of one metric in one scenario, ordered by step.
+
+    ``kind`` is "summary" (step = repetition), "event" (step = checkpoint id) or "series"
+    (step = sample index over logical time).
+    """
+
+    kind: str
+    unit: str
+    steps: np.ndarray
+    times_ms: np.ndarray
+    values: np.ndarray
+
+
+@dataclass
+class Run:
+    """A loaded run: metadata plus samples keyed by scenario and metric name."""
+
+    run_dir: Path
+    meta: dict[str, Any]
+    samples: dict[ScenarioKey, dict[str, Samples]] = field(default_factory=dict)
+    not_applicable: dict[ScenarioKey, str] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+    workloads: list[str] = field(default_factory=list)
+    backends: list[str] = field(default_factory=list)
+    strategies: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.meta.get("run_id") or self.run_dir.name)
+
+    def get(self, key: ScenarioKey, metric: str) -> Samples | None:
+        """Samples for ``metric`` in ``key`` or None when the run did not record it."""
+        return self.samples.get(key, {}).get(metric)
+
+    def scenarios(self, workload: str | None = None) -> list[ScenarioKey]:
+        """All scenarios (applicable or not) in display order, optionally for one workload."""
+        keys = set(self.samples) | set(self.not_applicable)
+        wanted = [k for k in keys if workload is None or k.workload == workload]
+        return sorted(wanted, key=self._sort_key)
+
+    def _sort_key(self, key: ScenarioKey) -> tuple[int, int, int]:
+        return (
+            _index(self.workloads, key.workload),
+            _index(self.backends, key.backend),
+            _index(self.strategies, key.strategy),
+        )
+
+
+def _index(items: list[str], item: str) -> int:
+    return items.index(item) if item in items else len(items)
+
+
+def ordered(found: set[str], preferred: tuple[str, ...]) -> list[str]:
+    """Preferred names first (in their first-seen order), then the rest alphabetically.
+
+    A parameterised label such as "incremental(5, false)" sorts with its base name, so the
+    canonical strategy order survives runs that record strategy arguments.
+    """
+    prefs = list(dict.fromkeys(preferred))
+
+    def rank(name: str) -> tuple[int, str]:
+        base = name.split("(", 1)[0].strip()
+        for candidate in (name, base):
+            if candidate in prefs:
+                return prefs.index(candidate), name
+        return len(prefs), name
+
+    return sorted(found, key=rank)
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    """Names from a config list that may hold strings or {"name": ...} tables."""
+    if not isinstance(value, list):
+        return ()
+    names = []
+    for item in value:
+        if isinstance(item, str):
+            names.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("name"), str):
+            names.append(item["name"])
+    return tuple(names)
+
+
+def read_meta(run_dir: Path) -> dict[str, Any]:
+    """run.json as a dict; a missing or unreadable file degrades to {} (the report says so)."""
+    path = run_dir / "run.json"
+    if not path.exists():
+        return {}
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {"run_json": meta}
+
+
+def _columns(run_dir: Path) -> dict[str, list[Any]]:
+    path = run_dir / "rows.parquet"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: is {run_dir} a statebench run directory?")
+    table = pq.read_table(path)
+    missing = [c for c in _REQUIRED if c not in table.column_names]
+    if missing:
+        raise ValueError(f"{path} lacks required columns {missing}")
+    n = table.num_rows
+    cols = {c: table.column(c).to_pylist() for c in _REQUIRED}
+    for name, default in _OPTIONAL_DEFAULTS.items():
+        if name in table.column_names:
+            cols[name] = [default if v is None else v for v in table.column(name).to_pylist()]
+        else:
+            cols[name] = [default] * n
+    return cols
+
+
+def _not_applicable_reasons(meta: dict[str, Any]) -> dict[tuple[str, str], str]:
+    reasons: dict[tuple[str, str], str] = {}
+    entries = meta.get("not_applicable") or []
+    if not isinstance(entries, list):
+        return reasons
+    for item in entries:
+        if isinstance(item, dict) and "backend" in item and "strategy" in item:
+            reasons[(str(item["backend"]), str(item["strategy"]))] = str(item.get("reason", ""))
+    return reasons
+
+
+def _collapse(unit: str, rows: list[tuple[int, int, int, float]]) -> tuple[np.ndarray, ...]:
+    """Collapse (task, step, time, value) rows to one value per step (see module docstring)."""
+    totals = [r for r in rows if r[0] == -1]
+    use = totals or rows
+    combine = np.sum if (not totals and is_additive(unit)) else np.max
+    by_step: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for _task, step, t, v in use:
+        by_step[step].append((t, v))
+    steps = np.array(sorted(by_step), dtype=np.int64)
+    times = np.array([max(t for t, _ in by_step[s]) for s in steps], dtype=np.int64)
+    if totals:
+        # Duplicate totals for one step should not happen; a mean keeps them harmless.
+        values = [float(np.mean([v for _, v in by_step[s]])) for s in steps]
+    else:
+        values = [float(combine([v for _, v in by_step[s]])) for s in steps]
+    return steps, times, np.array(values, dtype=np.float64)
+
+
+def _kind(metric: str, times: list[int]) -> str:
+    if all(t == -1 for t in times):
+        return "summary"
+    return "event" if is_event_metric(metric) else "series"
+
+
+def _stored_entries(metrics: dict[str, Samples]) -> Samples | None:
+    """live + expired-present per step: what a cleanup strategy actually shrinks."""
+    live, expired = metrics.get("live_entries"), metrics.get("expired_present_entries")
+    if live is None or expired is None:
+        return None
+    common, li, ei = np.intersect1d(live.steps, expired.steps, return_indices=True)
+    if common.size == 0:
+        return None
+    return Samples(
+        kind=live.kind,
+        unit=live.unit,
+        steps=common,
+        times_ms=live.times_ms[li],
+        values=live.values[li] + expired.values[ei],
+    )
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """Load ``run_dir``/rows.parquet and run.json.
+
+    Rows with a null/NaN value are dropped (they carry no measurement).  Scenarios flagged
+    ``not_applicable`` keep only their reason (from run.json, or "" if it gives none).
+    """
+    run_dir = Path(run_dir)
+    meta = read_meta(run_dir)
+    cols = _columns(run_dir)
+    reasons = _not_applicable_reasons(meta)
+    run = Run(run_dir=run_dir, meta=meta)
+
+    grouped: dict[tuple[ScenarioKey, str], list[tuple[int, int, int, float]]] = defaultdict(list)
+    seen: set[ScenarioKey] = set()
+    for w, b, s, m, v, task, step, t, unit in zip(
+        cols["workload"],
+        cols["backend"],
+        cols["strategy"],
+        cols["metric"],
+        cols["value"],
+        cols["task"],
+        cols["step"],
+        cols["logical_time_ms"],
+        cols["unit"],
+    ):
+        key = ScenarioKey(str(w), str(b), str(s))
+        seen.add(key)
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        if m == NOT_APPLICABLE:
+            if v:
+                run.not_applicable[key] = reasons.get((key.backend, key.strategy), "")
+            continue
+        run.units.setdefault(str(m), str(unit) or spec_for(str(m)).unit)
+        grouped[(key, str(m))].append((int(task), int(step), int(t), float(v)))
+
+    for (key, metric), rows in grouped.items():
+        if key in run.not_applicable:
+            continue
+        unit = run.units[metric]
+        steps, times, values = _collapse(unit, rows)
+        kind = _kind(metric, [r[2] for r in rows])
+        run.samples.setdefault(key, {})[metric] = Samples(kind, unit, steps, times, values)
+
+    # A scenario whose rows were all null still ran: keep it so every cell shows "—".
+    for key in seen - set(run.not_applicable):
+        run.samples.setdefault(key, {})
+
+    for metrics in run.samples.values():
+        stored = _stored_entries(metrics)
+        if stored is not None:
+            metrics[STORED_ENTRIES] = stored
+            run.units.setdefault(STORED_ENTRIES, stored.unit)
+
+    # run.json may list a not-applicable pair without the run writing a flag row for it; say so
+    # rather than leave the scenario out silently.
+    for workload in {k.workload for k in run.samples}:
+        for (backend, strategy), reason in reasons.items():
+            key = ScenarioKey(workload, backend, strategy)
+            if key not in run.samples:
+                run.not_applicable.setdefault(key, reason)
+
+    keys = set(run.samples) | set(run.not_applicable)
+    config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
+    run.workloads = sorted({k.workload for k in keys})
+    run.backends = ordered(
+        {k.backend for k in keys}, _names(config.get("backends")) + BACKEND_ORDER
+    )
+    run.strategies = ordered(
+        {k.strategy for k in keys}, _names(config.get("strategies")) + STRATEGY_ORDER
+    )
+    return run

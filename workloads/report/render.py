@@ -1,0 +1,115 @@
+"""Public entry points: ``render_report`` (one run) and ``render_diff`` (two runs).
+
+Both write a single self-contained HTML file and return its path.  Assembly only: loading,
+statistics, findings, figures and tables each live in their own module.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from workloads.report.diff import diff_tables, environment_diff
+from workloads.report.figures import Chart, charts
+from workloads.report.findings import findings
+from workloads.report.fmt import DASH, MISSING, TIMES, fmt_value
+from workloads.report.load import Run, load_run
+from workloads.report.tables import (
+    environment_table,
+    not_applicable_table,
+    spec_block,
+    summary_tables,
+)
+from workloads.report.template import chart_html, page
+
+SECTION_TITLES = {
+    "pareto": "Trade-off",
+    "state": "State size",
+    "perf": "Throughput & latency",
+    "checkpoint": "Checkpoints",
+}
+
+
+def _meta(run: Run, key: str) -> str:
+    value = run.meta.get(key)
+    return MISSING if value in (None, "") else str(value)
+
+
+def _header(run: Run) -> str:
+    duration = run.meta.get("duration_s")
+    took = fmt_value(float(duration) * 1e3, "ms") if isinstance(duration, int | float) else MISSING
+    n, na = len(run.scenarios()), len(run.not_applicable)
+    commit = _meta(run, "git_commit")[:12]
+    grid = (run.workloads, run.backends, run.strategies)
+    return (
+        f"<h1>statebench report — <code>{escape(run.run_id)}</code></h1>"
+        f"<p>created {escape(_meta(run, 'created_utc'))} · took {escape(took)} · "
+        f"git {escape(commit)} · master {escape(_meta(run, 'spark_master'))} · "
+        f"{n} scenarios ({na} not applicable): "
+        + f" {TIMES} ".join(escape(", ".join(names)) for names in grid)
+        + "</p>"
+    )
+
+
+def _findings_html(run: Run) -> str:
+    parts = []
+    for workload, sentences in findings(run).items():
+        items = (
+            "".join(f'<li class="{s.severity}">{s.html}</li>' for s in sentences)
+            or f"<li>{MISSING} (no comparable numbers)</li>"
+        )
+        parts.append(f'<h3>{escape(workload)}</h3><ul class="findings">{items}</ul>')
+    return "\n".join(parts) or "<p>The run has no rows to summarise.</p>"
+
+
+def _charts_html(items: list[Chart]) -> str:
+    return "\n".join(chart_html(c) for c in items) or f"<p>{MISSING} (no data for this view)</p>"
+
+
+def report_html(run: Run) -> str:
+    """The full report page for ``run`` as a string."""
+    sections = [("findings", "Findings", _findings_html(run))]
+    for name, items in charts(run).items():
+        sections.append((name, SECTION_TITLES[name], _charts_html(items)))
+    tables = "\n".join(f"<h3>{escape(w)}</h3>{summary_tables(run, w)}" for w in run.workloads)
+    sections += [
+        ("tables", "Summary tables", tables or f"<p>{MISSING}</p>"),
+        ("not-applicable", "Not applicable", not_applicable_table(run)),
+        ("environment", "Environment", environment_table(run.meta)),
+        ("spec", "Workload spec", spec_block(run.meta)),
+    ]
+    return page(f"statebench report {run.run_id}", _header(run), sections, with_plotly=True)
+
+
+def render_report(run_dir: str | Path, out_path: Path | None = None) -> Path:
+    """Render ``run_dir`` (rows.parquet + run.json) to ``out_path`` or ``run_dir/report.html``."""
+    run = load_run(run_dir)
+    out = Path(out_path) if out_path is not None else run.run_dir / "report.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report_html(run), encoding="utf-8")
+    return out
+
+
+def diff_html(a: Run, b: Run) -> str:
+    """The comparison page for runs ``a`` and ``b`` as a string."""
+    header = (
+        f"<h1>statebench diff — <code>{escape(a.run_id)}</code> → "
+        f"<code>{escape(b.run_id)}</code></h1><p>Ratios are B/A of each summary number "
+        "(median of repetitions, median over checkpoints, or peak over time). Green: B is "
+        "better by ≥5%; red: B is worse by ≥5%; italic: a ≥5% change inside the overlapping "
+        f"min{DASH}max ranges of the two runs (noise, not a verdict).</p>"
+    )
+    sections = [
+        ("ratios", "Summary metrics, B/A", diff_tables(a, b)),
+        ("environment", "Environment", environment_diff(a, b)),
+    ]
+    return page(f"statebench diff {a.run_id} vs {b.run_id}", header, sections, with_plotly=False)
+
+
+def render_diff(run_a: str | Path, run_b: str | Path, out_path: str | Path | None = None) -> Path:
+    """Render runs A and B side by side with ratios b/a; default output ``run_b/diff.html``."""
+    a, b = load_run(run_a), load_run(run_b)
+    out = Path(out_path) if out_path is not None else b.run_dir / "diff.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(diff_html(a, b), encoding="utf-8")
+    return out

@@ -1,0 +1,187 @@
+"""HTML tables: summary numbers with spread, not-applicable scenarios, environment, spec.
+
+Every piece of run-provided text passes through ``html.escape`` here; the functions return
+HTML fragments that the page template assembles.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+
+from workloads.report.fmt import DASH, MISSING, fmt_range, fmt_value, iec_bytes
+from workloads.report.load import Run, ScenarioKey
+from workloads.report.metrics import CATALOGUE, GROUPS, NOT_APPLICABLE, spec_for
+from workloads.report.stats import Stat, stat
+
+
+def na_text(reason: str) -> str:
+    """How a not-applicable scenario reads in a cell."""
+    return f"n/a ({reason})" if reason else "n/a"
+
+
+def metrics_by_group(run: Run) -> dict[str, list[str]]:
+    """Catalogue metrics (always, so absent ones show "—") plus any unknown metric the run has."""
+    groups: dict[str, list[str]] = {g: [] for g, _ in GROUPS}
+    for name, spec in CATALOGUE.items():
+        groups[spec.group].append(name)
+    extra = sorted(set(run.units) - set(CATALOGUE) - {NOT_APPLICABLE})
+    for name in extra:
+        groups[spec_for(name, run.units[name]).group].append(name)
+    return groups
+
+
+def unit_of(run: Run, metric: str) -> str:
+    return run.units.get(metric) or spec_for(metric).unit
+
+
+def stat_cell(s: Stat | None, unit: str, metric: str = "") -> str:
+    """A table cell: the headline value, then spread in small print (or "—" if missing).
+
+    ``data-metric`` names the metric so tests (and user scripts) can find a cell without
+    depending on column order.
+    """
+    attr = f' data-metric="{escape(metric)}"' if metric else ""
+    if s is None:
+        return f'<td class="num missing"{attr}>{MISSING}</td>'
+    if s.basis.startswith("peak"):
+        lines = [f"range {fmt_range(s.lo, s.hi, unit)} · n={s.n}"]
+        if s.last is not None:
+            lines.append(f"final {fmt_value(s.last, unit)}")
+    elif s.n > 1:
+        lines = [
+            f"min{DASH}max {fmt_range(s.lo, s.hi, unit)}",
+            f"IQR {fmt_range(s.q1, s.q3, unit)} · n={s.n}",
+        ]
+    else:
+        lines = ["n=1"]
+    detail = "<br>".join(escape(line) for line in lines)
+    title = escape(f"{s.basis}; exact value {s.center:.6g}")
+    shown = escape(fmt_value(s.center, unit))
+    return (
+        f'<td class="num"{attr} title="{title}"><span class="v">{shown}</span>'
+        f'<span class="spread">{detail}</span></td>'
+    )
+
+
+def _header(run: Run, metrics: list[str]) -> str:
+    cells = "".join(
+        f'<th scope="col">{escape(spec_for(m).label)}<span class="unit">'
+        f"{escape(unit_of(run, m))}</span></th>"
+        for m in metrics
+    )
+    first = '<th scope="col">backend</th><th scope="col">strategy</th>'
+    return f"<thead><tr>{first}{cells}</tr></thead>"
+
+
+def _row(run: Run, key: ScenarioKey, metrics: list[str]) -> str:
+    ids = f'data-backend="{escape(key.backend)}" data-strategy="{escape(key.strategy)}"'
+    head = f'<td>{escape(key.backend)}</td><th scope="row">{escape(key.strategy)}</th>'
+    if key in run.not_applicable:
+        text = escape(na_text(run.not_applicable[key]))
+        return (
+            f'<tr class="na" {ids}>{head}<td class="na" colspan="{len(metrics)}">{text}</td></tr>'
+        )
+    cells = "".join(stat_cell(stat(run, key, m), unit_of(run, m), m) for m in metrics)
+    return f"<tr {ids}>{head}{cells}</tr>"
+
+
+def summary_tables(run: Run, workload: str) -> str:
+    """One table per metric group for ``workload`` (rows: backend x strategy)."""
+    keys = run.scenarios(workload)
+    groups = metrics_by_group(run)
+    parts = []
+    for group, title in GROUPS:
+        metrics = groups[group]
+        if not metrics:
+            continue
+        rows = "".join(_row(run, k, metrics) for k in keys)
+        parts.append(
+            f'<h4>{escape(title)}</h4><div class="scroll"><table class="stats" '
+            f'data-workload="{escape(workload)}" data-group="{escape(group)}">'
+            f"{_header(run, metrics)}<tbody>{rows}</tbody></table></div>"
+        )
+    return "\n".join(parts)
+
+
+def not_applicable_table(run: Run) -> str:
+    """The scenarios that were deliberately not run, with run.json's reason."""
+    if not run.not_applicable:
+        return "<p>Every strategy applied to every backend.</p>"
+    rows = "".join(
+        f"<tr><td>{escape(k.workload)}</td><td>{escape(k.backend)}</td>"
+        f"<td>{escape(k.strategy)}</td><td>{escape(reason or MISSING)}</td></tr>"
+        for k, reason in sorted(run.not_applicable.items())
+    )
+    return (
+        "<table><thead><tr><th>workload</th><th>backend</th><th>strategy</th><th>reason</th>"
+        f"</tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def pretty_json(data: Any) -> str:
+    """Deterministic, readable JSON for <pre> blocks (unknown objects fall back to str)."""
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+
+
+def _scalar(value: Any, key: str = "") -> str:
+    if value is None or value == "":
+        return MISSING
+    if key == "memory_bytes" and isinstance(value, int | float):
+        return f"{iec_bytes(float(value))} ({int(value):,} bytes)"
+    if key == "duration_s" and isinstance(value, int | float):
+        return fmt_value(float(value) * 1e3, "ms")
+    if isinstance(value, dict | list):
+        return pretty_json(value)
+    return str(value)
+
+
+def value_cell(key: str, value: Any) -> str:
+    """A <td> for one provenance value; multi-line values (nested JSON) go in a <pre>."""
+    text = _scalar(value, key.rsplit(" ", 1)[-1])
+    return f"<td><pre>{escape(text)}</pre></td>" if "\n" in text else f"<td>{escape(text)}</td>"
+
+
+def kv_table(items: list[tuple[str, Any]], css: str = "kv") -> str:
+    """A two-column key/value table; nested values are shown as JSON."""
+    rows = "".join(
+        f'<tr><th scope="row">{escape(key)}</th>{value_cell(key, value)}</tr>'
+        for key, value in items
+    )
+    return f'<table class="{css}"><tbody>{rows}</tbody></table>'
+
+
+def environment_items(meta: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Flatten run.json's provenance fields into (label, value) rows, in a fixed order."""
+    items: list[tuple[str, Any]] = [
+        (k, meta.get(k))
+        for k in ("run_id", "created_utc", "duration_s", "git_commit", "spark_master")
+    ]
+    for section in ("machine", "versions"):
+        block = meta.get(section)
+        if isinstance(block, dict):
+            items.extend((f"{section} {k}", v) for k, v in block.items())
+        else:
+            items.append((section, block))
+    return items
+
+
+def environment_table(meta: dict[str, Any]) -> str:
+    """Machine, versions, git commit and master, then the run's config as JSON."""
+    table = kv_table(environment_items(meta))
+    config = meta.get("config")
+    config_html = (
+        f'<h3>Configuration</h3><pre class="json">{escape(pretty_json(config))}</pre>'
+        if config is not None
+        else "<h3>Configuration</h3><p>—</p>"
+    )
+    return table + config_html
+
+
+def spec_block(meta: dict[str, Any]) -> str:
+    """The exact workload spec(s) the run used, pretty-printed."""
+    spec = meta.get("spec")
+    if spec is None:
+        return f"<p>{MISSING} (run.json has no spec)</p>"
+    return f'<pre class="json" id="spec-json">{escape(pretty_json(spec))}</pre>'

@@ -1,0 +1,118 @@
+"""The page skeleton: HTML5 shell, inline CSS, and how a chart is embedded.
+
+The page must open from ``file://`` with no network, so plotly.js is inlined exactly once in
+<head> and every figure is emitted with ``include_plotlyjs=False``.  Fonts are the system stack:
+no web fonts, nothing to fetch.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from html import escape
+
+import plotly.io as pio
+import plotly.offline
+
+from workloads.report.figures import Chart
+
+#: Plotly options: no "produced with plotly" link (an external href), responsive width.
+PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+
+CSS = """
+:root { --fg: #1d2330; --muted: #5b6475; --line: #d9dde5; --bg-alt: #f5f7fa;
+        --accent: #0b5cad; --warn-bg: #fff4e5; --warn: #8a4b00; }
+* { box-sizing: border-box; }
+body { margin: 0; color: var(--fg); background: #fff; line-height: 1.45;
+       font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; }
+header { background: #14213d; color: #fff; padding: 1.2rem 2rem; }
+header h1 { margin: 0 0 .3rem; font-size: 1.5rem; }
+header p { margin: 0; color: #c9d3e6; font-size: .9rem; }
+header code { color: #fff; }
+nav { position: sticky; top: 0; z-index: 10; background: #fff; border-bottom: 1px solid var(--line);
+      padding: .5rem 2rem; font-size: .9rem; }
+nav a { color: var(--accent); text-decoration: none; margin-right: 1.1rem; }
+main { max-width: 1280px; margin: 0 auto; padding: 0 2rem 3rem; }
+section { margin-top: 2rem; scroll-margin-top: 3rem; }
+h2 { border-bottom: 2px solid var(--line); padding-bottom: .25rem; font-size: 1.3rem; }
+h3 { font-size: 1.1rem; margin: 1.4rem 0 .4rem; }
+h4 { font-size: .95rem; margin: 1rem 0 .3rem; color: var(--muted); }
+ul.findings { padding-left: 1.2rem; }
+ul.findings li { margin: .25rem 0; }
+ul.findings li.warn { background: var(--warn-bg); color: var(--warn); list-style: "⚠ ";
+                      padding: .1rem .3rem; }
+.chart { border: 1px solid var(--line); border-radius: 6px; padding: .6rem .8rem;
+         margin: 1rem 0; }
+.chart h3 { margin-top: .2rem; }
+.chart p.caption { color: var(--muted); font-size: .85rem; margin: .2rem 0 .4rem; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; font-size: .85rem; margin: .3rem 0 1rem; }
+th, td { border: 1px solid var(--line); padding: .3rem .5rem; vertical-align: top;
+         text-align: left; }
+thead th { background: var(--bg-alt); font-weight: 600; }
+th .unit { display: block; font-weight: 400; color: var(--muted); font-size: .75rem; }
+tbody tr:nth-child(even) { background: #fafbfc; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num .v { display: block; font-weight: 600; }
+td.num .spread { display: block; color: var(--muted); font-size: .72rem; }
+td.missing { color: #9aa1ad; text-align: center; }
+td.na, tr.na td { color: var(--muted); font-style: italic; }
+td.better { background: #e6f4ea; }
+td.worse { background: #fde8e8; }
+td.overlap { font-style: italic; color: var(--muted); }
+tr.changed th, tr.changed td { background: var(--warn-bg); }
+table.kv th { background: var(--bg-alt); white-space: nowrap; }
+pre { background: var(--bg-alt); border: 1px solid var(--line); padding: .7rem; overflow-x: auto;
+      font-size: .8rem; margin: 0; }
+footer { color: var(--muted); font-size: .8rem; text-align: center; padding: 1rem; }
+"""
+
+
+@cache
+def plotly_js() -> str:
+    """The plotly.js bundle, inlined once per page (cached: it is ~4.8 MB)."""
+    return plotly.offline.get_plotlyjs()
+
+
+def chart_html(chart: Chart) -> str:
+    """A chart inside a wrapper carrying a stable id and the strategies it draws.
+
+    ``data-strategies`` (a JSON list) lets a browser test compare what should be drawn with the
+    trace names plotly actually rendered.
+    """
+    div = pio.to_html(
+        chart.figure,
+        include_plotlyjs=False,
+        full_html=False,
+        div_id=f"{chart.fig_id}-plot",
+        config=PLOTLY_CONFIG,
+        validate=False,
+    )
+    strategies = escape(json.dumps(chart.strategies))
+    return (
+        f'<div class="chart" id="{escape(chart.fig_id)}" data-strategies="{strategies}">'
+        f"<h3>{escape(chart.title)}</h3>"
+        f'<p class="caption">{escape(chart.caption)}</p>{div}</div>'
+    )
+
+
+def section(section_id: str, title: str, body: str) -> str:
+    return f'<section id="{escape(section_id)}"><h2>{escape(title)}</h2>\n{body}\n</section>'
+
+
+def page(
+    title: str, header_html: str, sections: list[tuple[str, str, str]], with_plotly: bool
+) -> str:
+    """Assemble the full HTML5 document; ``sections`` are (id, title, body HTML)."""
+    nav = "".join(f'<a href="#{escape(sid)}">{escape(t)}</a>' for sid, t, _ in sections)
+    body = "\n".join(section(sid, t, b) for sid, t, b in sections)
+    script = f'<script type="text/javascript">{plotly_js()}</script>' if with_plotly else ""
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n{script}\n</head>\n"
+        f"<body>\n<header>{header_html}</header>\n<nav>{nav}</nav>\n<main>\n{body}\n</main>\n"
+        "<footer>Generated by statebench. Self-contained: opens offline.</footer>\n"
+        "</body>\n</html>\n"
+    )

@@ -1,0 +1,880 @@
+"""Workload specs: a TOML file in, a frozen, validated :class:`WorkloadSpec` out.
+
+A spec says *what* traffic a run replays (keys, operation mix, value sizes, event time) and *how*
+the state under test is configured (TTL, cleanup strategies, checkpoints). Everything is checked
+up front, strictly: an unknown field is an error (a typo such as ``thetaa`` must not silently fall
+back to a default), and every error is a :class:`SpecError` whose message starts with the dotted
+path of the offending field, e.g. ``keys.distribution: unknown distribution 'zipf'; ...``.
+
+Format (all sections; defaults in brackets)::
+
+    name = "ycsb-a"                    # required, used in result rows
+    description = "..."                # [""]
+    seed = 42                          # [0] root of every random stream (numpy SeedSequence)
+
+    [keys]                             # which key each event touches
+    count = 100_000                    # key ids are 0..count-1 (not allowed for "sessions")
+    distribution = "zipfian"    # uniform | zipfian | latest | hotspot | exponential | sessions
+    theta = 0.99                       # zipfian/latest: skew, 0 < theta < 1            [0.99]
+    scrambled = false                  # zipfian: YCSB ScrambledZipfian (FNV-1a 64)      [false]
+    # latest:      theta, initial_keys [count/10], insert_rate (keys/s) [reach count at the end],
+    #              lifetime_ms (keys older than this are never chosen again)           [none];
+    #              count may be left out when insert_rate is given (ids then grow without bound)
+    # hotspot:     hot_data_fraction [0.2], hot_op_fraction [0.8]
+    # exponential: percentile [95], fraction [0.8571428571]  (YCSB exponential.*)
+    # sessions:    concurrent = N  or  start_rate = sessions/s  (exactly one), and
+    #              length = { distribution = "exponential", mean_ms = 2000 }
+    #                     | { distribution = "uniform", min_ms = 500, max_ms = 5000 }
+    #                     | { distribution = "constant", ms = 2000 }
+
+    [operations]                       # op name -> proportion; must sum to 1 (within 1e-9)
+    value_get = 0.5                    # names: see workloads.ops.OP_NAMES
+    value_update = 0.5
+
+    [values]
+    type = "long"                      # long | string | bytes                            [long]
+    size = { distribution = "constant", bytes = 8 }  # | uniform min/max | pareto shape/scale/max
+    range = [0, 1_000_000]             # payload numbers, inclusive             [0, 2**31 - 1]
+
+    [time]                             # logical (event) time
+    rate = 100_000                     # events/s over all partitions (a fraction p/q, q<=1000)
+    events = 300_000                   # or duration_ms = 3000 (exactly one)
+    start_ms = 0                       # [0]
+    sine_amplitude = 0.0               # rate * (1 + a*sin(2*pi*t/period)), 0 <= a < 1   [0]
+    sine_period_ms = 60_000            # required when sine_amplitude > 0
+    max_out_of_orderness_ms = 0        # each ts jittered back by up to this            [0]
+
+    [state]
+    ttl_ms = 10_000                    # absent = TTL disabled
+    update_type = "OnCreateAndWrite"   # | OnReadAndWrite
+    visibility = "NeverReturnExpired"  # | ReturnExpiredIfNotCleanedUp
+    time_characteristic = "EventTime"  # | ProcessingTime                       [ProcessingTime]
+    strategies = ["none", "incremental(10, true)", "timer"]      # ["none"]
+    map_keys = 10                      # user keys per map state (map_key in 0..map_keys-1)
+
+    [checkpoints]
+    interval_ms = 0                    # logical-time checkpoint interval, 0 = none      [0]
+    mode = "full"                      # full | incremental                             [full]
+
+    [source]                           # optional
+    kind = "generator"                 # | trace (then [keys], [operations], [time] must be absent)
+    path = "trace.parquet"             # trace only; relative to the spec file
+
+Strategy strings are validated by ``backends.strategies.parse_strategy`` and stored in their
+canonical text form (its ``label``), so results name strategies consistently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workloads.ops import OP_NAMES, Op
+
+KEY_DISTRIBUTIONS = ("uniform", "zipfian", "latest", "hotspot", "exponential", "sessions")
+SESSION_LENGTH_DISTRIBUTIONS = ("constant", "exponential", "uniform")
+SIZE_DISTRIBUTIONS = ("constant", "uniform", "pareto")
+VALUE_TYPES = ("long", "string", "bytes")
+UPDATE_TYPES = ("OnCreateAndWrite", "OnReadAndWrite")
+VISIBILITIES = ("NeverReturnExpired", "ReturnExpiredIfNotCleanedUp")
+TIME_CHARACTERISTICS = ("ProcessingTime", "EventTime")
+CHECKPOINT_MODES = ("full", "incremental")
+SOURCE_KINDS = ("generator", "trace")
+
+#: Tolerance on the sum of operation proportions.
+PROPORTION_TOLERANCE = 1e-9
+#: YCSB's default zipfian constant.
+DEFAULT_THETA = 0.99
+INT64_MAX = 2**63 - 1
+BUILTIN_SPEC_DIR = Path(__file__).resolve().parent / "specs"
+
+
+class SpecError(ValueError):
+    """An invalid workload spec. ``field`` is the dotted path of the offending field."""
+
+    def __init__(self, field: str | None, message: str, source: str | None = None) -> None:
+        self.field = field
+        self.message = message
+        self.source = source
+        text = f"{field}: {message}" if field else message
+        if source:
+            text += f" (in {source})"
+        super().__init__(text)
+
+    def __reduce__(self) -> tuple[type[SpecError], tuple[str | None, str, str | None]]:
+        # keep the structured fields when pickled (e.g. raised inside a Spark executor)
+        return (type(self), (self.field, self.message, self.source))
+
+
+# ------------------------------------------------------------------------------------------------
+# The spec model (frozen dataclasses; field names are the TOML names so to_dict() mirrors files)
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UniformKeys:
+    """Every key equally likely (YCSB UniformLongGenerator)."""
+
+
+@dataclass(frozen=True)
+class ZipfianKeys:
+    """YCSB ZipfianGenerator: key 0 hottest; ``scrambled`` spreads the hot keys (FNV-1a 64)."""
+
+    theta: float = DEFAULT_THETA
+    scrambled: bool = False
+
+
+@dataclass(frozen=True)
+class LatestKeys:
+    """YCSB SkewedLatest: the newest inserted key is hottest; inserts advance with time.
+
+    ``initial_keys`` exist at the start; the insert frontier then grows at ``insert_rate`` keys
+    per second of logical time (default: so that it reaches ``count`` when the run ends; with no
+    ``count`` it grows without bound). With ``lifetime_ms`` a key is eligible only while younger
+    than that (Nexmark's in-flight auctions).
+    """
+
+    theta: float = DEFAULT_THETA
+    initial_keys: int = 1
+    insert_rate: float | None = None
+    lifetime_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class HotspotKeys:
+    """YCSB HotspotIntegerGenerator: ``hot_op_fraction`` of ops go to the first
+    ``hot_data_fraction`` of the key space, uniformly within each part."""
+
+    hot_data_fraction: float = 0.2
+    hot_op_fraction: float = 0.8
+
+
+@dataclass(frozen=True)
+class ExponentialKeys:
+    """YCSB ExponentialGenerator: ``percentile`` % of ops fall on the newest
+    ``fraction * count`` keys (keys near count-1 hottest)."""
+
+    percentile: float = 95.0
+    fraction: float = 0.8571428571
+
+
+@dataclass(frozen=True)
+class SessionLength:
+    """How long one session (one key's whole life) lasts, in logical ms."""
+
+    distribution: str
+    ms: int | None = None  # constant
+    mean_ms: float | None = None  # exponential
+    min_ms: int | None = None  # uniform
+    max_ms: int | None = None  # uniform
+
+    @property
+    def mean(self) -> float:
+        """Expected length in ms (used to turn a start rate into a concurrency)."""
+        if self.distribution == "constant":
+            return float(self.ms)  # type: ignore[arg-type]
+        if self.distribution == "exponential":
+            return float(self.mean_ms)  # type: ignore[arg-type]
+        return (self.min_ms + self.max_ms) / 2  # type: ignore[operator]
+
+
+@dataclass(frozen=True)
+class SessionKeys:
+    """Churn: each key lives for one session, then is never used again.
+
+    Exactly one of ``concurrent`` (live sessions at any time) and ``start_rate`` (sessions per
+    second of logical time) is set; they are related by Little's law,
+    ``concurrent = start_rate * mean_length_s``.
+    """
+
+    length: SessionLength
+    concurrent: int | None = None
+    start_rate: float | None = None
+
+    @property
+    def concurrent_sessions(self) -> int:
+        """Live sessions at any time, over all partitions."""
+        if self.concurrent is not None:
+            return self.concurrent
+        return max(1, round(self.start_rate * self.length.mean / 1000.0))  # type: ignore[operator]
+
+
+KeyParams = UniformKeys | ZipfianKeys | LatestKeys | HotspotKeys | ExponentialKeys | SessionKeys
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """Key space and key chooser; ``count`` is None when ids grow without bound (sessions, and
+    latest with an insert_rate but no count)."""
+
+    distribution: str
+    count: int | None
+    params: KeyParams
+
+
+@dataclass(frozen=True)
+class SizeSpec:
+    """Distribution of ``value_size`` (bytes a written value occupies)."""
+
+    distribution: str
+    bytes: int | None = None  # constant
+    min: int | None = None  # uniform
+    max: int | None = None  # uniform (inclusive), pareto cap
+    shape: float | None = None  # pareto
+    scale: float | None = None  # pareto (minimum size)
+
+
+@dataclass(frozen=True)
+class ValueSpec:
+    """What written values look like."""
+
+    type: str = "long"
+    size: SizeSpec = SizeSpec("constant", bytes=8)
+    range: tuple[int, int] = (0, 2**31 - 1)
+
+
+@dataclass(frozen=True)
+class TimeSpec:
+    """Logical event time: rate, how long, and disorder. Exactly one of events/duration_ms."""
+
+    rate: float
+    events: int | None = None
+    duration_ms: int | None = None
+    start_ms: int = 0
+    sine_amplitude: float = 0.0
+    sine_period_ms: float | None = None
+    max_out_of_orderness_ms: int = 0
+
+
+@dataclass(frozen=True)
+class StateSpec:
+    """TTL configuration of the state under test and the cleanup strategies to compare."""
+
+    ttl_ms: int | None = None
+    update_type: str = "OnCreateAndWrite"
+    visibility: str = "NeverReturnExpired"
+    time_characteristic: str = "ProcessingTime"
+    strategies: tuple[str, ...] = ("none",)
+    map_keys: int = 10
+
+
+@dataclass(frozen=True)
+class CheckpointSpec:
+    """Checkpoint barriers in logical time (0 = no checkpoints)."""
+
+    interval_ms: int = 0
+    mode: str = "full"
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """Where events come from: the synthetic generator or a recorded Parquet trace."""
+
+    kind: str = "generator"
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A validated workload. Build with :func:`load_spec` / :func:`parse_spec`.
+
+    ``keys``, ``operations`` and ``time`` are None for trace sources (the trace says all that).
+    ``origin`` (the file it came from) is informational and not part of equality.
+    """
+
+    name: str
+    description: str
+    seed: int
+    keys: KeySpec | None
+    operations: tuple[tuple[Op, float], ...] | None
+    values: ValueSpec
+    time: TimeSpec | None
+    state: StateSpec
+    checkpoints: CheckpointSpec
+    source: SourceSpec
+    origin: str | None = field(default=None, compare=False)
+
+    @property
+    def proportions(self) -> dict[Op, float]:
+        """Operation mix as a dict (empty for traces)."""
+        return dict(self.operations or ())
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able dict in the TOML layout, defaults filled in; ``parse_spec`` accepts it."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "seed": self.seed,
+        }
+        if self.keys is not None:
+            out["keys"] = _keys_to_dict(self.keys)
+        if self.operations is not None:
+            out["operations"] = {op.spec_name: p for op, p in self.operations}
+        out["values"] = _plain(self.values)
+        if self.time is not None:
+            out["time"] = _plain(self.time)
+        out["state"] = _plain(self.state)
+        out["checkpoints"] = _plain(self.checkpoints)
+        out["source"] = _plain(self.source)
+        return out
+
+    def with_overrides(self, **overrides: Any) -> WorkloadSpec:
+        """A new, re-validated spec with some fields replaced.
+
+        Shortcuts: ``events``, ``duration_ms``, ``rate``, ``seed``, ``name``, ``key_count``,
+        ``ttl_ms``, ``strategies``, ``checkpoint_interval_ms``. Any other field is addressed as
+        ``section__field`` (e.g. ``keys__theta=0.8``). ``None`` removes a field (back to its
+        default). Setting ``events`` drops ``duration_ms`` and vice versa, since a spec has one.
+        """
+        data = self.to_dict()
+        for name, value in overrides.items():
+            path = _override_path(name)
+            _apply_override(data, path, value)
+        return parse_spec(data, source=self.origin or "<overrides>", base_dir=None)
+
+
+def _override_path(name: str) -> tuple[str, ...]:
+    if name in _OVERRIDE_SHORTCUTS:
+        return _OVERRIDE_SHORTCUTS[name]
+    parts = tuple(name.split("__"))
+    if len(parts) == 2 and all(parts):
+        return parts
+    if len(parts) == 1 and name in _TOP_LEVEL_SCALARS:
+        return parts
+    raise SpecError(
+        name,
+        "unknown override; use one of "
+        f"{', '.join(_OVERRIDE_SHORTCUTS)} or section__field (e.g. keys__theta)",
+    )
+
+
+def _apply_override(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    *parents, leaf = path
+    target = data
+    for part in parents:
+        target = target.setdefault(part, {})
+        if not isinstance(target, dict):
+            raise SpecError(".".join(path), "cannot override inside a non-table field")
+    if path[:1] == ("time",) and leaf in _EXCLUSIVE_TIME and value is not None:
+        for other in _EXCLUSIVE_TIME - {leaf}:
+            target.pop(other, None)
+    if value is None:
+        target.pop(leaf, None)
+    else:
+        target[leaf] = list(value) if isinstance(value, tuple) else value
+
+
+_OVERRIDE_SHORTCUTS: dict[str, tuple[str, ...]] = {
+    "events": ("time", "events"),
+    "duration_ms": ("time", "duration_ms"),
+    "rate": ("time", "rate"),
+    "seed": ("seed",),
+    "name": ("name",),
+    "key_count": ("keys", "count"),
+    "ttl_ms": ("state", "ttl_ms"),
+    "strategies": ("state", "strategies"),
+    "checkpoint_interval_ms": ("checkpoints", "interval_ms"),
+}
+_TOP_LEVEL_SCALARS = frozenset({"name", "description", "seed"})
+_EXCLUSIVE_TIME = frozenset({"events", "duration_ms"})
+
+
+def _plain(obj: Any) -> Any:
+    """Dataclass -> dict without None fields; tuples -> lists (JSON/TOML friendly)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {
+            f.name: _plain(getattr(obj, f.name))
+            for f in dataclasses.fields(obj)
+            if getattr(obj, f.name) is not None
+        }
+    if isinstance(obj, tuple | list):
+        return [_plain(x) for x in obj]
+    return obj
+
+
+def _keys_to_dict(keys: KeySpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"distribution": keys.distribution}
+    if keys.count is not None:
+        out["count"] = keys.count
+    out.update(_plain(keys.params))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Loading
+# ------------------------------------------------------------------------------------------------
+
+
+def builtin_specs() -> dict[str, Path]:
+    """Shipped specs by name (file stem), e.g. ``{"ycsb-a": Path(...)}``."""
+    return {p.stem: p for p in sorted(BUILTIN_SPEC_DIR.glob("*.toml"))}
+
+
+def load_spec(path: str | Path) -> WorkloadSpec:
+    """Read and validate a TOML spec. A bare name such as ``"ycsb-a"`` finds a shipped spec."""
+    file = Path(path)
+    if not file.exists() and file.suffix == "" and str(path) in builtin_specs():
+        file = builtin_specs()[str(path)]
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        known = ", ".join(builtin_specs())
+        raise SpecError(None, f"spec file not found: {path} (shipped specs: {known})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(None, f"invalid TOML: {exc}", source=str(file)) from None
+    return parse_spec(data, source=str(file), base_dir=file.parent)
+
+
+def parse_spec(
+    data: Mapping[str, Any], source: str = "<dict>", base_dir: str | Path | None = None
+) -> WorkloadSpec:
+    """Validate a spec given as a dict (as ``tomllib`` returns it, or from ``to_dict()``).
+
+    ``base_dir`` resolves a relative trace path (``load_spec`` passes the spec file's folder).
+    """
+    root = _Table(data, "", source)
+    name = root.get_str("name")
+    if not name.strip():
+        raise root.error("name", "must not be empty")
+    description = root.get_str("description", default="")
+    seed = root.get_int("seed", default=0, minimum=0)
+    source_spec = _parse_source(root.get_table("source", required=False), source, base_dir)
+    is_trace = source_spec.kind == "trace"
+    keys_t = root.get_table("keys", required=not is_trace)
+    ops_t = root.get_table("operations", required=not is_trace)
+    time_t = root.get_table("time", required=not is_trace)
+    if is_trace:
+        for section, table in (("keys", keys_t), ("operations", ops_t), ("time", time_t)):
+            if table is not None:
+                raise SpecError(section, "not used with source.kind = 'trace'; remove it", source)
+    time_spec = _parse_time(time_t) if time_t is not None else None
+    spec = WorkloadSpec(
+        name=name,
+        description=description,
+        seed=seed,
+        keys=_parse_keys(keys_t) if keys_t is not None else None,
+        operations=_parse_operations(ops_t) if ops_t is not None else None,
+        values=_parse_values(root.get_table("values", required=False)),
+        time=time_spec,
+        state=_parse_state(root.get_table("state", required=False)),
+        checkpoints=_parse_checkpoints(root.get_table("checkpoints", required=False)),
+        source=source_spec,
+        origin=source,
+    )
+    root.finish()
+    return spec
+
+
+# ------------------------------------------------------------------------------------------------
+# Strict table reader: remembers which fields were asked for, so leftovers are reported as typos
+# ------------------------------------------------------------------------------------------------
+
+_REQUIRED: Any = object()
+
+
+class _Table:
+    """A spec table under a dotted path, with typed getters that raise :class:`SpecError`."""
+
+    def __init__(self, data: Any, path: str, source: str) -> None:
+        self.path = path
+        self.source = source
+        if not isinstance(data, Mapping):
+            raise SpecError(path or "<root>", f"expected a table, got {_kind(data)}", source)
+        self._data = data
+        self._asked: list[str] = []
+
+    def field(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    def error(self, name: str, message: str) -> SpecError:
+        return SpecError(self.field(name), message, self.source)
+
+    def has(self, name: str) -> bool:
+        self._mark(name)
+        return name in self._data
+
+    def keys(self) -> Iterable[str]:
+        return self._data.keys()
+
+    def raw(self, name: str, default: Any = _REQUIRED) -> Any:
+        self._mark(name)
+        if name in self._data:
+            return self._data[name]
+        if default is _REQUIRED:
+            raise self.error(name, "required field is missing")
+        return default
+
+    def _mark(self, name: str) -> None:
+        if name not in self._asked:
+            self._asked.append(name)
+
+    def get_int(
+        self,
+        name: str,
+        default: Any = _REQUIRED,
+        minimum: int | None = None,
+        maximum: int | None = None,
+    ) -> Any:
+        if not self.has(name) and default is not _REQUIRED:
+            return default
+        value = self.raw(name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(name, f"expected an integer, got {_kind(value)}")
+        self._check_range(name, value, minimum, maximum)
+        return value
+
+    def get_float(
+        self,
+        name: str,
+        default: Any = _REQUIRED,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        exclusive: bool = False,
+    ) -> Any:
+        if not self.has(name) and default is not _REQUIRED:
+            return default
+        value = self.raw(name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(name, f"expected a number, got {_kind(value)}")
+        if not math.isfinite(value):
+            raise self.error(name, f"must be finite, got {value}")
+        self._check_range(name, value, minimum, maximum, exclusive)
+        return float(value)
+
+    def _check_range(
+        self, name: str, value: float, lo: float | None, hi: float | None, exclusive: bool = False
+    ) -> None:
+        if exclusive:
+            if (lo is not None and value <= lo) or (hi is not None and value >= hi):
+                raise self.error(name, f"must be strictly between {lo} and {hi}, got {value}")
+            return
+        if lo is not None and value < lo:
+            raise self.error(name, f"must be >= {lo}, got {value}")
+        if hi is not None and value > hi:
+            raise self.error(name, f"must be <= {hi}, got {value}")
+
+    def get_bool(self, name: str, default: Any = _REQUIRED) -> Any:
+        if not self.has(name) and default is not _REQUIRED:
+            return default
+        value = self.raw(name)
+        if not isinstance(value, bool):
+            raise self.error(name, f"expected true or false, got {_kind(value)}")
+        return value
+
+    def get_str(
+        self, name: str, default: Any = _REQUIRED, choices: tuple[str, ...] | None = None
+    ) -> Any:
+        if not self.has(name) and default is not _REQUIRED:
+            return default
+        value = self.raw(name)
+        if not isinstance(value, str):
+            raise self.error(name, f"expected a string, got {_kind(value)}")
+        if choices is not None and value not in choices:
+            what = name.replace("_", " ")
+            raise self.error(
+                name, f"unknown {what} {value!r}; expected one of {', '.join(choices)}"
+            )
+        return value
+
+    def get_table(self, name: str, required: bool = True) -> _Table | None:
+        value = self.raw(name, _REQUIRED if required else None)
+        if value is None:
+            return None
+        return _Table(value, self.field(name), self.source)
+
+    def finish(self) -> None:
+        """Reject fields nobody asked for: they are typos or unsupported options."""
+        for name in self._data:
+            if name not in self._asked:
+                expected = ", ".join(self._asked) or "nothing"
+                raise self.error(name, f"unknown field; expected one of {expected}")
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, Mapping):
+        return "a table"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return f"{type(value).__name__} {value!r}"
+
+
+# ------------------------------------------------------------------------------------------------
+# Sections
+# ------------------------------------------------------------------------------------------------
+
+
+def _parse_source(t: _Table | None, source: str, base_dir: str | Path | None) -> SourceSpec:
+    if t is None:
+        return SourceSpec()
+    kind = t.get_str("kind", default="generator", choices=SOURCE_KINDS)
+    if kind == "generator":
+        t.finish()
+        return SourceSpec()
+    path = t.get_str("path")
+    if not path.strip():
+        raise t.error("path", "must not be empty")
+    resolved = Path(path)
+    if base_dir is not None and not resolved.is_absolute():
+        resolved = Path(base_dir) / resolved
+    t.finish()
+    return SourceSpec(kind="trace", path=str(resolved))
+
+
+def _parse_keys(t: _Table) -> KeySpec:
+    distribution = t.raw("distribution")
+    if not isinstance(distribution, str) or distribution not in KEY_DISTRIBUTIONS:
+        raise t.error(
+            "distribution",
+            f"unknown distribution {distribution!r}; expected one of "
+            f"{', '.join(KEY_DISTRIBUTIONS)}",
+        )
+    if distribution == "latest" and not t.has("count"):
+        if not t.has("insert_rate"):
+            raise t.error("count", "required unless insert_rate is given (then ids grow forever)")
+        count = None
+    elif distribution == "sessions":
+        if t.has("count"):
+            raise t.error(
+                "count",
+                "not used by the sessions distribution (session keys are never reused, ids grow "
+                "without bound); size it with concurrent or start_rate",
+            )
+        count = None
+    else:
+        count = t.get_int("count", minimum=1)
+    params = _KEY_PARSERS[distribution](t, count)
+    t.finish()
+    return KeySpec(distribution=distribution, count=count, params=params)
+
+
+def _theta(t: _Table) -> float:
+    # YCSB's formula divides by 1 - theta; theta = 1 (harmonic) is not supported there either.
+    return t.get_float("theta", default=DEFAULT_THETA, minimum=0.0, maximum=1.0, exclusive=True)
+
+
+def _parse_uniform(t: _Table, count: int | None) -> UniformKeys:
+    return UniformKeys()
+
+
+def _parse_zipfian(t: _Table, count: int | None) -> ZipfianKeys:
+    return ZipfianKeys(theta=_theta(t), scrambled=t.get_bool("scrambled", default=False))
+
+
+def _parse_latest(t: _Table, count: int | None) -> LatestKeys:
+    theta = _theta(t)
+    default_initial = max(1, count // 10) if count is not None else 1
+    initial = t.get_int("initial_keys", default=default_initial, minimum=1, maximum=count)
+    insert_rate = t.get_float("insert_rate", default=None, minimum=0.0, exclusive=True)
+    lifetime = t.get_int("lifetime_ms", default=None, minimum=1)
+    return LatestKeys(theta=theta, initial_keys=initial, insert_rate=insert_rate,
+                      lifetime_ms=lifetime)
+
+
+def _parse_hotspot(t: _Table, count: int | None) -> HotspotKeys:
+    assert count is not None
+    data_f = t.get_float("hot_data_fraction", default=0.2, minimum=0.0, maximum=1.0)
+    op_f = t.get_float("hot_op_fraction", default=0.8, minimum=0.0, maximum=1.0)
+    hot = int(count * data_f)  # YCSB: (int) (interval * hotsetFraction)
+    if hot == 0 and op_f > 0:
+        raise t.error("hot_data_fraction", f"hot set is empty for count = {count}")
+    if hot == count and op_f < 1:
+        raise t.error("hot_data_fraction", f"cold set is empty for count = {count}")
+    return HotspotKeys(hot_data_fraction=data_f, hot_op_fraction=op_f)
+
+
+def _parse_exponential(t: _Table, count: int | None) -> ExponentialKeys:
+    percentile = t.get_float("percentile", default=95.0, minimum=0.0, maximum=100.0,
+                             exclusive=True)
+    fraction = t.get_float("fraction", default=0.8571428571, minimum=0.0, exclusive=True)
+    return ExponentialKeys(percentile=percentile, fraction=fraction)
+
+
+def _parse_sessions(t: _Table, count: int | None) -> SessionKeys:
+    has_concurrent, has_rate = t.has("concurrent"), t.has("start_rate")
+    if has_concurrent == has_rate:
+        raise t.error("concurrent", "give exactly one of concurrent and start_rate")
+    length_t = t.get_table("length")
+    assert length_t is not None
+    length = _parse_session_length(length_t)
+    if has_concurrent:
+        return SessionKeys(length=length, concurrent=t.get_int("concurrent", minimum=1))
+    rate = t.get_float("start_rate", minimum=0.0, exclusive=True)
+    return SessionKeys(length=length, start_rate=rate)
+
+
+def _parse_session_length(t: _Table) -> SessionLength:
+    dist = t.get_str("distribution", choices=SESSION_LENGTH_DISTRIBUTIONS)
+    if dist == "constant":
+        length = SessionLength(dist, ms=t.get_int("ms", minimum=1))
+    elif dist == "exponential":
+        length = SessionLength(dist, mean_ms=t.get_float("mean_ms", minimum=1.0))
+    else:
+        lo = t.get_int("min_ms", minimum=1)
+        hi = t.get_int("max_ms", minimum=lo)
+        length = SessionLength(dist, min_ms=lo, max_ms=hi)
+    t.finish()
+    return length
+
+
+_KEY_PARSERS: dict[str, Callable[[_Table, int | None], KeyParams]] = {
+    "uniform": _parse_uniform,
+    "zipfian": _parse_zipfian,
+    "latest": _parse_latest,
+    "hotspot": _parse_hotspot,
+    "exponential": _parse_exponential,
+    "sessions": _parse_sessions,
+}
+
+
+def _parse_operations(t: _Table) -> tuple[tuple[Op, float], ...]:
+    names = list(t.keys())
+    if not names:
+        raise SpecError(t.path, "at least one operation is needed", t.source)
+    ops: list[tuple[Op, float]] = []
+    for name in names:
+        if name not in OP_NAMES:
+            raise t.error(name, f"unknown operation; expected one of {', '.join(OP_NAMES)}")
+        ops.append((Op.from_name(name), t.get_float(name, minimum=0.0, maximum=1.0)))
+    total = math.fsum(p for _, p in ops)
+    if abs(total - 1.0) > PROPORTION_TOLERANCE:
+        raise SpecError(
+            t.path,
+            f"proportions sum to {total!r}, expected 1 (within {PROPORTION_TOLERANCE})",
+            t.source,
+        )
+    t.finish()
+    return tuple(ops)
+
+
+def _parse_values(t: _Table | None) -> ValueSpec:
+    if t is None:
+        return ValueSpec()
+    vtype = t.get_str("type", default="long", choices=VALUE_TYPES)
+    size_t = t.get_table("size", required=False)
+    if vtype == "long":
+        size = SizeSpec("constant", bytes=8)
+        if size_t is not None and _parse_size(size_t) != size:
+            raise t.error("size", "a long value always occupies 8 bytes; remove size or use it")
+    else:
+        size = _parse_size(size_t) if size_t is not None else SizeSpec("constant", bytes=100)
+    value_range = _parse_range(t)
+    t.finish()
+    return ValueSpec(type=vtype, size=size, range=value_range)
+
+
+def _parse_size(t: _Table) -> SizeSpec:
+    dist = t.get_str("distribution", choices=SIZE_DISTRIBUTIONS)
+    if dist == "constant":
+        size = SizeSpec(dist, bytes=t.get_int("bytes", minimum=0, maximum=2**31 - 1))
+    elif dist == "uniform":
+        lo = t.get_int("min", minimum=0, maximum=2**31 - 1)
+        size = SizeSpec(dist, min=lo, max=t.get_int("max", minimum=lo, maximum=2**31 - 1))
+    else:
+        shape = t.get_float("shape", minimum=0.0, exclusive=True)
+        scale = t.get_float("scale", minimum=1.0)
+        cap = t.get_int("max", minimum=math.ceil(scale), maximum=2**31 - 1)
+        size = SizeSpec(dist, shape=shape, scale=scale, max=cap)
+    t.finish()
+    return size
+
+
+def _parse_range(t: _Table) -> tuple[int, int]:
+    raw = t.raw("range", default=None)
+    if raw is None:
+        return ValueSpec().range
+    ok = (
+        isinstance(raw, list | tuple)
+        and len(raw) == 2
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in raw)
+    )
+    if not ok:
+        raise t.error("range", f"expected [min, max] integers, got {_kind(raw)}")
+    lo, hi = raw
+    if not (-(2**63) <= lo <= hi <= INT64_MAX):
+        raise t.error("range", f"need -2**63 <= min <= max <= 2**63-1, got [{lo}, {hi}]")
+    return (lo, hi)
+
+
+def _parse_time(t: _Table) -> TimeSpec:
+    rate = t.get_float("rate", minimum=0.0, exclusive=True)
+    has_events, has_duration = t.has("events"), t.has("duration_ms")
+    if has_events == has_duration:
+        raise t.error("events", "give exactly one of events and duration_ms")
+    events = t.get_int("events", default=None, minimum=0)
+    duration = t.get_int("duration_ms", default=None, minimum=1)
+    start = t.get_int("start_ms", default=0, minimum=0)
+    amplitude = t.get_float("sine_amplitude", default=0.0, minimum=0.0)
+    if amplitude >= 1.0:
+        raise t.error("sine_amplitude", f"must be < 1 (the rate must stay > 0), got {amplitude}")
+    period = t.get_float("sine_period_ms", default=None, minimum=0.0, exclusive=True)
+    if amplitude > 0 and period is None:
+        raise t.error("sine_period_ms", "required when sine_amplitude > 0")
+    ooo = t.get_int("max_out_of_orderness_ms", default=0, minimum=0)
+    t.finish()
+    return TimeSpec(
+        rate=rate,
+        events=events,
+        duration_ms=duration,
+        start_ms=start,
+        sine_amplitude=amplitude,
+        sine_period_ms=period,
+        max_out_of_orderness_ms=ooo,
+    )
+
+
+def _parse_state(t: _Table | None) -> StateSpec:
+    if t is None:
+        return StateSpec()
+    ttl = t.get_int("ttl_ms", default=None, minimum=1)
+    state = StateSpec(
+        ttl_ms=ttl,
+        update_type=t.get_str("update_type", default="OnCreateAndWrite", choices=UPDATE_TYPES),
+        visibility=t.get_str("visibility", default="NeverReturnExpired", choices=VISIBILITIES),
+        time_characteristic=t.get_str(
+            "time_characteristic", default="ProcessingTime", choices=TIME_CHARACTERISTICS
+        ),
+        strategies=_parse_strategies(t),
+        map_keys=t.get_int("map_keys", default=10, minimum=1, maximum=2**31 - 1),
+    )
+    if ttl is None and state.strategies != ("none",):
+        raise t.error("strategies", "cleanup strategies need state.ttl_ms (TTL is disabled)")
+    t.finish()
+    return state
+
+
+def _parse_strategies(t: _Table) -> tuple[str, ...]:
+    raw = t.raw("strategies", default=["none"])
+    if not isinstance(raw, list | tuple) or not raw:
+        raise t.error("strategies", f"expected a non-empty array of strings, got {_kind(raw)}")
+    # Imported here: the backends package is the system under test and heavier than a spec.
+    from backends.strategies import parse_strategy
+
+    labels: list[str] = []
+    for i, text in enumerate(raw):
+        where = f"strategies[{i}]"
+        try:
+            label = parse_strategy(text).label
+        except ValueError as exc:
+            raise t.error(where, str(exc)) from None
+        if label in labels:
+            raise t.error(where, f"duplicate strategy {label!r}")
+        labels.append(label)
+    return tuple(labels)
+
+
+def _parse_checkpoints(t: _Table | None) -> CheckpointSpec:
+    if t is None:
+        return CheckpointSpec()
+    spec = CheckpointSpec(
+        interval_ms=t.get_int("interval_ms", default=0, minimum=0),
+        mode=t.get_str("mode", default="full", choices=CHECKPOINT_MODES),
+    )
+    t.finish()
+    return spec
