@@ -25,6 +25,7 @@ class TypeInformation:
     version = 1
     fixed_length: int | None = None
     struct_format: str | None = None  # set for fixed-width scalars: lets codecs fuse packs
+    int_bounds: tuple[int, int] | None = None  # integer types: lets hot paths inline the check
 
     def check(self, value: Any) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -91,6 +92,7 @@ class _IntegerType(_StructType):
     def __init__(self) -> None:
         super().__init__()
         low, high, wrong = self.low, self.high, self._wrong
+        self.int_bounds = (low, high)
 
         def check(value: Any) -> int:
             # A closure over constants: this runs on every write of the hot path.

@@ -104,12 +104,29 @@ class HeapRawValue(_HeapRaw):
     def stamped_writer(
         self, check: Callable[[Any], Any], now: Callable[[], int]
     ) -> Callable[[Any], None]:
-        """`write(v)` storing `(check(v), now())` for the current key in one closure: the TTL
-        layer's update hot path (None must be handled by the caller)."""
+        """`write(v)` storing `(check(v), now())` for the current key, or clearing it when v is
+        None, in one closure: the TTL value update hot path. For integer types the common case
+        (an in-range int) is checked inline, saving a call per write."""
         table, b = self.table, self._b
+        bounds = self.spec.value_type.int_bounds
+        if bounds is not None:
+            low, high = bounds
+
+            def write_int(value: Any) -> None:
+                if value.__class__ is int and low <= value <= high:
+                    table[b._cur_key] = (value, now())
+                elif value is None:
+                    table.pop(b._cur_key, None)
+                else:
+                    table[b._cur_key] = (check(value), now())
+
+            return write_int
 
         def write(value: Any) -> None:
-            table[b._cur_key] = (check(value), now())
+            if value is None:
+                table.pop(b._cur_key, None)
+            else:
+                table[b._cur_key] = (check(value), now())
 
         return write
 

@@ -135,14 +135,19 @@ class RocksRawValue(_RocksRaw):
         return self.decode(data)
 
     def stamped_writer(self, check: Any, now: Any) -> Any:
-        """`write(v)` storing `(check(v), now())` for the current key (see the heap twin)."""
-        backend, put, encode, name = self._b, self._put, self.encode, self.name
+        """`write(v)` storing `(check(v), now())` for the current key, or deleting it when v is
+        None (see the heap twin)."""
+        backend, put, delete = self._b, self._put, self._delete
+        encode, name = self.encode, self.name
 
         def write(value: Any) -> None:
             prefix = backend._cur_prefix
             if prefix is None:
                 raise NoCurrentKeyError(name)
-            put(prefix, encode((check(value), now())))
+            if value is None:
+                delete(prefix)
+            else:
+                put(prefix, encode((check(value), now())))
 
         return write
 

@@ -83,7 +83,8 @@ class TtlValueState(_TtlSingleValue):
     def __init__(self, raw: Any, ctx: TtlContext, value_type: TypeInformation) -> None:
         super().__init__(raw, ctx, value_type)
         if self._access is None and self._timers is None:
-            self.update = _fast_value_update(raw, self._check, self._now_fn)  # type: ignore
+            # The raw state's stamped writer is the whole update (None clears): one call.
+            self.update = raw.stamped_writer(self._check, self._now_fn)  # type: ignore
             if not self._refresh:
                 self.value = _fast_value_read(self)  # type: ignore
 
@@ -101,20 +102,6 @@ class TtlValueState(_TtlSingleValue):
         self._raw.update((value, now))
         if self._timers is not None:
             self._register(now)
-
-
-def _fast_value_update(raw: Any, check: Any, now: Any) -> Any:
-    """update() for a TTL value state with no access hook and no timers: the common benchmark
-    hot path, as a closure over the raw state's stamped writer (no attribute lookups)."""
-    write, raw_clear = raw.stamped_writer(check, now), raw.clear
-
-    def update(value: Any) -> None:
-        if value is None:
-            raw_clear()
-        else:
-            write(value)
-
-    return update
 
 
 def _fast_value_read(state: TtlValueState) -> Any:
