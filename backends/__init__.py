@@ -25,6 +25,17 @@ from backends.heap_backend import HeapKeyedStateBackend
 from backends.keyed_backend import KeyedStateBackend
 from backends.keygroups import KeyGroupRange
 from backends.rocksdb_backend import RocksDBKeyedStateBackend
+from backends.snapshot import (
+    BroadcastState,
+    MigrationStats,
+    OperatorListState,
+    OperatorStateBackend,
+    RestoreStats,
+    SnapshotHandle,
+    SnapshotStats,
+    latest_checkpoint,
+    list_checkpoints,
+)
 from backends.strategies import CleanupStrategy, parse_strategy
 from backends.ttl_config import StateTtlConfig
 from backends.types import Types
@@ -56,6 +67,9 @@ def restore_backend(
 
     Snapshots of several old tasks may be given: the new backend reads exactly the key groups of
     its own key_group_range from them (rescaling). Any backend kind restores any full snapshot.
+    Restore options (backends/snapshot/reader.py): descriptors (resolve compatibility now; the
+    heap backend migrates eagerly), operator_index and parallelism (redistributing operator
+    state; inferred from key_group_range when unambiguous). Stats: `backend.restore_stats`.
     """
     if kind not in BACKEND_KINDS:
         raise ValueError(
@@ -65,9 +79,11 @@ def restore_backend(
 
     if isinstance(snapshots, str | Path) or hasattr(snapshots, "__fspath__"):
         snapshots = [snapshots]
+    restore_options = {k: options.pop(k) for k in ("descriptors", "operator_index", "parallelism")
+                       if k in options}
     backend = create_backend(kind, clock=clock, **options)
     try:
-        restore(backend, list(snapshots))
+        restore(backend, list(snapshots), **restore_options)
     except BaseException:
         backend.close()
         raise
@@ -78,6 +94,7 @@ __all__ = [
     "BACKEND_KINDS",
     "AggregateFunction",
     "AggregatingStateDescriptor",
+    "BroadcastState",
     "CleanupStrategy",
     "CorruptSnapshotError",
     "EventTimeClock",
@@ -87,11 +104,17 @@ __all__ = [
     "ListStateDescriptor",
     "ManualClock",
     "MapStateDescriptor",
+    "MigrationStats",
     "NoCurrentKeyError",
+    "OperatorListState",
+    "OperatorStateBackend",
     "ReduceFunction",
     "ReducingStateDescriptor",
+    "RestoreStats",
     "RocksDBKeyedStateBackend",
     "ScaledClock",
+    "SnapshotHandle",
+    "SnapshotStats",
     "StateDescriptor",
     "StateMigrationError",
     "StateTtlConfig",
@@ -99,6 +122,8 @@ __all__ = [
     "Types",
     "ValueStateDescriptor",
     "create_backend",
+    "latest_checkpoint",
+    "list_checkpoints",
     "parse_strategy",
     "restore_backend",
 ]

@@ -67,6 +67,10 @@ class KeyedStateBackend:
         self._cur_key: Any = None
         self._kg_cache: dict = {}
         self._closed = False
+        # Snapshots (backends/snapshot): operator state, and what restores and migrations cost.
+        self._operator_state: Any = None
+        self.restore_stats: Any = None
+        self.migration_stats: dict[str, Any] = {}
 
     # ----------------------------------------------------------------- keys and time
     def get_current_key(self) -> Any:
@@ -123,7 +127,7 @@ class KeyedStateBackend:
         if raw is None:
             raw = self._create_raw(spec)
         elif raw.spec != spec:
-            raw = self._migrate(raw, spec)
+            raw = self._measured_migrate(raw, spec)
         self._raw[desc.name] = raw
         self._unhook(desc.name)
         state = self._build_state(desc, raw)
@@ -166,6 +170,12 @@ class KeyedStateBackend:
             new.load(kg, key, transform(container))
         self._drop_raw(old)
         return new
+
+    def _measured_migrate(self, old: Any, spec: RawStateSpec) -> Any:
+        """_migrate, timed and sized into migration_stats (lazy migration at registration)."""
+        from backends.snapshot.migration import measure_migration
+
+        return measure_migration(self, old, spec, self._migrate, "registration")
 
     def _resolve_migration(self, old: RawStateSpec, new: RawStateSpec) -> Callable[[Any], Any]:
         """How stored containers of `old` become containers of `new`; raises if incompatible."""
@@ -245,6 +255,15 @@ class KeyedStateBackend:
 
         self._check_open()
         return take_snapshot(self, checkpoint_id, target, mode=mode, **options)
+
+    def operator_state(self) -> Any:
+        """This task's operator state (list, union list and broadcast state), snapshotted and
+        restored with the keyed state; see backends/snapshot/operator_state.py."""
+        if self._operator_state is None:
+            from backends.snapshot.operator_state import OperatorStateBackend
+
+            self._operator_state = OperatorStateBackend()
+        return self._operator_state
 
     # ----------------------------------------------------------------- lifecycle
     def compact(self) -> None:

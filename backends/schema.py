@@ -4,16 +4,22 @@ Avro-style rules, per unit: the same type is compatible as is; int -> long -> fl
 widening and record changes that add a field with a default, remove a field or widen a field are
 compatible after migration; anything else (renames, narrowing, other type changes, a changed map
 key type) is incompatible and raises StateMigrationError naming the state and the change.
+
+Every declared type is its own serializer and writes a versioned snapshot of itself
+(`TypeInformation.snapshot()`) into snapshot metadata; `restored_type` rebuilds the old type from
+it (refusing snapshots of unknown types or of a newer serializer version) and
+`resolve_compatibility` classifies the change as Flink's TypeSerializerSchemaCompatibility does:
+compatible as is, compatible after migration, or incompatible (raised).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from backends.errors import StateMigrationError
 from backends.storage.spec import RawStateSpec
-from backends.types import RowType, TypeInformation
+from backends.types import _SINGLETONS, RowType, TypeInformation, type_from_snapshot
 
 _WIDENING = ["INT", "LONG", "FLOAT", "DOUBLE"]
 
@@ -76,3 +82,48 @@ def resolve_value_migration(old: RawStateSpec, new: RawStateSpec) -> Callable[[A
             new.name, f"map key type changes {old.key_type!r} -> {new.key_type!r}"
         )
     return type_migration(old.value_type, new.value_type, new.name)
+
+
+COMPATIBLE_AS_IS = "compatible_as_is"
+COMPATIBLE_AFTER_MIGRATION = "compatible_after_migration"
+
+
+def resolve_compatibility(old: RawStateSpec, new: RawStateSpec) -> str:
+    """COMPATIBLE_AS_IS or COMPATIBLE_AFTER_MIGRATION for re-registering `old` data as `new`.
+
+    Raises StateMigrationError (naming the state and the change) when incompatible. Switching
+    TTL on or off is a migration (Flink 2.x), not an incompatibility."""
+    value_fn = resolve_value_migration(old, new)
+    if value_fn is None and old.ttl_layout == new.ttl_layout:
+        return COMPATIBLE_AS_IS
+    return COMPATIBLE_AFTER_MIGRATION
+
+
+def _current_version(snap: Mapping) -> int | None:
+    name = snap.get("type")
+    if name == "ROW":
+        return RowType.version
+    cls = type(_SINGLETONS[name]) if name in _SINGLETONS else None
+    return None if cls is None else cls.version
+
+
+def _check_versions(state: str, snap: Mapping, path: str) -> None:
+    current = _current_version(snap)
+    if current is None:
+        raise StateMigrationError(
+            f"state '{state}': {path} was written by an unknown serializer {snap.get('type')!r}")
+    version = snap.get("version")
+    if not isinstance(version, int) or version > current:
+        raise StateMigrationError(
+            f"state '{state}': {path} was written by {snap.get('type')} serializer version "
+            f"{version}, newer than this statebench's version {current}")
+    for f in snap.get("fields", ()) if snap.get("type") == "ROW" else ():
+        _check_versions(state, f["type"], f"{path}.{f['name']}")
+
+
+def restored_type(state: str, snap: Mapping, path: str = "value") -> TypeInformation:
+    """The type a state was written with, rebuilt from its serializer snapshot."""
+    if not isinstance(snap, Mapping):
+        raise StateMigrationError(f"state '{state}': {path} has no serializer snapshot")
+    _check_versions(state, snap, path)
+    return type_from_snapshot(snap)

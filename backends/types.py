@@ -192,7 +192,7 @@ _MISSING = object()
 class RowType(TypeInformation):
     """A named record (Python value: a dict field -> value); fields may be None.
 
-    Schema evolution follows Avro-style rules (see backends/snapshot/compat.py): fields may be
+    Schema evolution follows Avro-style rules (see backends/schema.py): fields may be
     added with a default, removed, or widened int -> long -> float -> double.
     """
 

@@ -1,0 +1,33 @@
+"""Checkpoints, savepoints and restore for both keyed-state backends (issue #3).
+
+- writer.py / reader.py: `KeyedStateBackend.snapshot(...)` and `backends.restore_backend(...)`.
+- format.py, arrowfile.py, metadata.py: the canonical, backend-neutral full-snapshot format
+  (Arrow IPC files per state with per-key-group segments, JSON metadata with checksums).
+- incremental.py: RocksDB incremental checkpoints (shared SST files, reference counts, retention).
+- latest.py: `latest_checkpoint(dir)` and removal of interrupted checkpoints.
+- operator_state.py: operator list / union list / broadcast state and their redistribution.
+- migration.py: measured schema / TTL-layout migrations; fsio.py: pyarrow.fs I/O and fsync.
+"""
+
+from backends.snapshot.handle import MigrationStats, RestoreStats, SnapshotHandle, SnapshotStats
+from backends.snapshot.incremental import shared_file_references
+from backends.snapshot.latest import clean_up_incomplete, latest_checkpoint, list_checkpoints
+from backends.snapshot.operator_state import (
+    BroadcastState,
+    OperatorListState,
+    OperatorStateBackend,
+)
+
+__all__ = [
+    "BroadcastState",
+    "MigrationStats",
+    "OperatorListState",
+    "OperatorStateBackend",
+    "RestoreStats",
+    "SnapshotHandle",
+    "SnapshotStats",
+    "clean_up_incomplete",
+    "latest_checkpoint",
+    "list_checkpoints",
+    "shared_file_references",
+]

@@ -1,0 +1,75 @@
+"""Finding complete checkpoints under a target folder, and removing interrupted ones.
+
+Each snapshot is the folder `chk-<checkpoint id>` under its target; it is complete exactly when
+its `_metadata` was committed (see metadata.py). A folder without one is an interrupted write
+(a crash, a kill -9): it is never returned and `clean_up_incomplete` deletes it. One writer per
+target folder is assumed (one backend, i.e. one task, per target), as the clean-up would
+otherwise race with another writer's checkpoint in progress.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow.fs as pafs
+
+from backends.errors import CorruptSnapshotError
+from backends.snapshot.fsio import Location
+from backends.snapshot.handle import SnapshotHandle
+from backends.snapshot.metadata import is_complete, read_metadata
+
+PREFIX = "chk-"
+
+
+def checkpoint_dir_name(checkpoint_id: int) -> str:
+    return f"{PREFIX}{checkpoint_id}"
+
+
+def checkpoint_id_of(name: str) -> int | None:
+    if not name.startswith(PREFIX):
+        return None
+    digits = name[len(PREFIX):]
+    return int(digits) if digits.isdigit() else None
+
+
+def checkpoint_dirs(target: Location) -> list[tuple[int, Location]]:
+    out = []
+    for info in target.children():
+        cid = checkpoint_id_of(info.base_name)
+        if cid is not None and info.type == pafs.FileType.Directory:
+            out.append((cid, target.child(info.base_name)))
+    return sorted(out, key=lambda t: t[0])
+
+
+def list_checkpoints(directory: Any) -> list[SnapshotHandle]:
+    """Every complete snapshot under `directory`, oldest first (unreadable metadata skipped)."""
+    handles = []
+    for cid, loc in checkpoint_dirs(Location.parse(directory)):
+        if not is_complete(loc):
+            continue
+        try:
+            body = read_metadata(loc)
+        except CorruptSnapshotError:
+            continue
+        handles.append(SnapshotHandle(str(loc), cid, body.get("mode", "full")))
+    return handles
+
+
+def latest_checkpoint(directory: Any, clean_up: bool = False) -> SnapshotHandle | None:
+    """The newest complete snapshot under `directory` (None if there is none).
+
+    Interrupted ones are ignored; with `clean_up=True` they are also deleted."""
+    if clean_up:
+        clean_up_incomplete(directory)
+    handles = list_checkpoints(directory)
+    return handles[-1] if handles else None
+
+
+def clean_up_incomplete(directory: Any, keep: str | None = None) -> list[str]:
+    """Delete every `chk-*` folder without committed metadata (except `keep`); returns them."""
+    removed = []
+    for _, loc in checkpoint_dirs(Location.parse(directory)):
+        if loc.name != keep and not is_complete(loc):
+            loc.delete_dir()
+            removed.append(str(loc))
+    return removed

@@ -1,0 +1,48 @@
+"""RawStateSpec <-> JSON for snapshot metadata (the state's kind, layout and serializer snapshots).
+
+The TTL *config* is deliberately absent (as in Flink, flink-ttl-facts §2.4): only whether units
+carry timestamps (`ttl_layout`) is part of the data. `native_ttl_ms` records that a RocksDB state
+lived in a native-TTL DB (compaction-filter cleanup), which an incremental checkpoint must reopen
+the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backends.schema import restored_type
+from backends.storage.spec import RawStateSpec
+
+KINDS = ("value", "list", "map", "reducing", "aggregating")
+
+
+def spec_to_json(spec: RawStateSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": spec.name,
+        "kind": spec.kind,
+        "ttl_layout": spec.ttl_layout,
+        "value_serializer": spec.value_type.snapshot(),
+    }
+    if spec.key_type is not None:
+        out["user_key_serializer"] = spec.key_type.snapshot()
+    if spec.native_ttl_ms is not None:
+        out["native_ttl_ms"] = spec.native_ttl_ms
+        out["native_ttl_speedup"] = spec.native_ttl_speedup
+    return out
+
+
+def spec_from_json(entry: dict[str, Any]) -> RawStateSpec:
+    """The spec a state was written with (StateMigrationError for unreadable serializers)."""
+    name, kind = entry["name"], entry["kind"]
+    if kind not in KINDS:
+        raise ValueError(f"state '{name}': unknown state kind {kind!r} in snapshot metadata")
+    key_snap = entry.get("user_key_serializer")
+    return RawStateSpec(
+        name=name,
+        kind=kind,
+        value_type=restored_type(name, entry["value_serializer"]),
+        key_type=None if key_snap is None else restored_type(name, key_snap, "map key"),
+        ttl_layout=bool(entry["ttl_layout"]),
+        native_ttl_ms=entry.get("native_ttl_ms"),
+        native_ttl_speedup=float(entry.get("native_ttl_speedup", 1.0)),
+    )
