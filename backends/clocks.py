@@ -76,22 +76,15 @@ class ScaledClock:
         return f"ScaledClock({self.speedup})"
 
 
-class EventTimeClock:
+class EventTimeClock(ManualClock):
     """The timestamp of the record being processed, set by the caller for each record.
 
     Used by states whose TTL time characteristic is EventTime: a day of traffic replays in
-    seconds and expiry is a pure function of the input, hence deterministic.
+    seconds and expiry is a pure function of the input, hence deterministic. It is a manual
+    clock that the backend sets from `set_event_time(ts)`.
     """
 
-    wall_clock_driven = False
+    __slots__ = ()
 
-    __slots__ = ("_now",)
-
-    def __init__(self, start_ms: int = 0) -> None:
-        self._now = int(start_ms)
-
-    def now(self) -> int:
-        return self._now
-
-    def set(self, ms: int) -> None:
-        self._now = int(ms)
+    def __repr__(self) -> str:
+        return f"EventTimeClock({self._now})"

@@ -43,8 +43,8 @@ from backends.errors import CorruptSnapshotError
 from backends.keygroups import key_group_prefix
 from backends.snapshot.fsio import Location, ReadCounter
 from backends.snapshot.handle import RestoreStats, SnapshotHandle, SnapshotStats
-from backends.snapshot.latest import checkpoint_dirs
-from backends.snapshot.metadata import METADATA_NAME, commit_metadata, is_complete, read_metadata
+from backends.snapshot.latest import complete_checkpoints
+from backends.snapshot.metadata import METADATA_NAME, commit_metadata
 from backends.snapshot.specs import spec_from_json, spec_to_json
 from backends.snapshot.writer import (
     operator_states_of,
@@ -196,17 +196,7 @@ def _upload_db(folder: Path, label: str, snap: Location, shared: Location,
 
 # --------------------------------------------------------------------------- retention
 def _complete_incremental(target: Location) -> list[tuple[int, Location, dict]]:
-    out = []
-    for cid, loc in checkpoint_dirs(target):
-        if not is_complete(loc):
-            continue
-        try:
-            body = read_metadata(loc)
-        except CorruptSnapshotError:
-            continue
-        if body.get("mode") == "incremental":
-            out.append((cid, loc, body))
-    return out
+    return [c for c in complete_checkpoints(target) if c[2].get("mode") == "incremental"]
 
 
 def _shared_names(body: dict) -> list[str]:

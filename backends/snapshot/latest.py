@@ -41,18 +41,24 @@ def checkpoint_dirs(target: Location) -> list[tuple[int, Location]]:
     return sorted(out, key=lambda t: t[0])
 
 
-def list_checkpoints(directory: Any) -> list[SnapshotHandle]:
-    """Every complete snapshot under `directory`, oldest first (unreadable metadata skipped)."""
-    handles = []
-    for cid, loc in checkpoint_dirs(Location.parse(directory)):
+def complete_checkpoints(target: Location) -> list[tuple[int, Location, dict]]:
+    """(id, location, metadata body) of every complete, readable snapshot, oldest first."""
+    out = []
+    for cid, loc in checkpoint_dirs(target):
         if not is_complete(loc):
             continue
         try:
             body = read_metadata(loc)
         except CorruptSnapshotError:
             continue
-        handles.append(SnapshotHandle(str(loc), cid, body.get("mode", "full")))
-    return handles
+        out.append((cid, loc, body))
+    return out
+
+
+def list_checkpoints(directory: Any) -> list[SnapshotHandle]:
+    """Every complete snapshot under `directory`, oldest first (unreadable metadata skipped)."""
+    return [SnapshotHandle(str(loc), cid, body.get("mode", "full"))
+            for cid, loc, body in complete_checkpoints(Location.parse(directory))]
 
 
 def latest_checkpoint(directory: Any, clean_up: bool = False) -> SnapshotHandle | None:
