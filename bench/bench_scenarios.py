@@ -1,0 +1,166 @@
+"""asv: the metrics of whole scenario runs, tracked per commit.
+
+`setup_cache` runs the in-process runner once per commit (asv calls it once per environment and
+hands its result to every track_* below): workloads x backends x every strategy, plus a TTL
+sweep. The track_* benchmarks read those metrics. asv treats a larger number as worse, so every
+metric here is "lower is better": time per record instead of records per second, bytes, entries,
+milliseconds. A combination that cannot run (incremental cleanup on RocksDB, the compaction
+filter on an event-time clock) raises NotImplementedError in setup, which asv shows as skipped.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+from collections import defaultdict
+from typing import Any
+
+WORKLOADS = ["sessions-churn", "ycsb-a"]
+BACKENDS = ["heap", "rocksdb"]
+STRATEGIES = ["none", "full_snapshot", "incremental(5, false)", "compaction_filter(1000)", "timer"]
+EVENTS = 200_000  # 2 s of logical time at the shipped specs' 100 k events/s
+CHECKPOINT_INTERVAL_MS = 250
+TTL_SWEEP_MS = [100, 300, 1000]
+
+
+def _summarise(rows: Any) -> dict[tuple[str, str, str], dict[str, float]]:
+    """(workload, backend, strategy) -> metric -> one number (medians / peaks / last values)."""
+    cols = {name: rows.column(name).to_pylist()
+            for name in ("workload", "backend", "strategy", "task", "metric", "value",
+                         "logical_time_ms", "step")}
+    series: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for i in range(rows.num_rows):
+        if cols["task"][i] != -1:
+            continue
+        key = (cols["workload"][i], cols["backend"][i], cols["strategy"][i])
+        series[key][cols["metric"][i]].append(cols["value"][i])
+    out = {}
+    for key, metrics in series.items():
+        summary: dict[str, float] = {}
+        for metric, values in metrics.items():
+            if metric in ("live_entries", "expired_present_entries", "logical_bytes",
+                          "physical_bytes", "checkpoint_bytes", "checkpoint_uploaded_bytes"):
+                summary[f"peak_{metric}"] = max(values)
+                summary[f"steady_{metric}"] = statistics.median(values[len(values) // 2:])
+            else:
+                summary[metric] = statistics.median(values)
+        out[key] = summary
+    return out
+
+
+def _run(spec_name: str, strategies: list[str], overrides: dict | None = None) -> dict:
+    from workloads.inprocess import run_in_process
+    from workloads.plan import RunConfig
+    from workloads.spec import load_spec
+
+    spec = load_spec(spec_name).with_overrides(
+        events=EVENTS, checkpoint_interval_ms=CHECKPOINT_INTERVAL_MS, **(overrides or {}))
+    with tempfile.TemporaryDirectory(prefix="statebench-asv-") as ckpt:
+        cfg = RunConfig(spec=spec, backends=tuple(BACKENDS), strategies=tuple(strategies),
+                        checkpoint_root=ckpt, repetitions=1)
+        outcome = run_in_process(cfg)
+    summary = _summarise(outcome.rows)
+    for na in outcome.not_applicable:
+        summary[(spec.name, na.backend, na.strategy)] = {"not_applicable": 1.0}
+    return summary
+
+
+def _metric(cache: dict, key: tuple, name: str) -> float:
+    values = cache[key]
+    if "not_applicable" in values:
+        raise NotImplementedError(f"{key} is not applicable")
+    return values.get(name, float("nan"))
+
+
+class Scenarios:
+    """Metrics of one in-process run per workload x backend x strategy."""
+
+    params = (WORKLOADS, BACKENDS, STRATEGIES)
+    param_names = ["workload", "backend", "strategy"]
+    timeout = 1800
+    version = "scenarios-1"
+
+    def setup_cache(self) -> dict:
+        cache: dict = {}
+        for workload in WORKLOADS:
+            cache.update(_run(workload, STRATEGIES))
+        return cache
+
+    def setup(self, cache: dict, workload: str, backend: str, strategy: str) -> None:
+        _metric(cache, (workload, backend, strategy), "records_per_s")
+
+    def track_time_per_record(self, cache: dict, workload: str, backend: str,
+                              strategy: str) -> float:
+        return 1.0 / _metric(cache, (workload, backend, strategy), "records_per_s")
+
+    track_time_per_record.unit = "seconds"
+
+    def track_p99_latency(self, cache: dict, workload: str, backend: str, strategy: str) -> float:
+        return _metric(cache, (workload, backend, strategy), "latency_p99_us") / 1e6
+
+    track_p99_latency.unit = "seconds"
+
+    def track_peak_state_bytes(self, cache: dict, workload: str, backend: str,
+                               strategy: str) -> float:
+        return _metric(cache, (workload, backend, strategy), "peak_logical_bytes")
+
+    track_peak_state_bytes.unit = "bytes"
+
+    def track_steady_state_bytes(self, cache: dict, workload: str, backend: str,
+                                 strategy: str) -> float:
+        return _metric(cache, (workload, backend, strategy), "steady_logical_bytes")
+
+    track_steady_state_bytes.unit = "bytes"
+
+    def track_peak_physical_bytes(self, cache: dict, workload: str, backend: str,
+                                  strategy: str) -> float:
+        return _metric(cache, (workload, backend, strategy), "peak_physical_bytes")
+
+    track_peak_physical_bytes.unit = "bytes"
+
+    def track_expired_present_entries(self, cache: dict, workload: str, backend: str,
+                                      strategy: str) -> float:
+        return _metric(cache, (workload, backend, strategy), "peak_expired_present_entries")
+
+    track_expired_present_entries.unit = "entries"
+
+    def track_full_checkpoint_bytes(self, cache: dict, workload: str, backend: str,
+                                    strategy: str) -> float:
+        return _metric(cache, (workload, backend, strategy), "peak_checkpoint_bytes")
+
+    track_full_checkpoint_bytes.unit = "bytes"
+
+    def track_uploaded_checkpoint_bytes(self, cache: dict, workload: str, backend: str,
+                                        strategy: str) -> float:
+        return _metric(cache, (workload, backend, strategy), "peak_checkpoint_uploaded_bytes")
+
+    track_uploaded_checkpoint_bytes.unit = "bytes"
+
+    def track_cleanup_lag(self, cache: dict, workload: str, backend: str, strategy: str) -> float:
+        return _metric(cache, (workload, backend, strategy), "cleanup_lag_mean_ms") / 1e3
+
+    track_cleanup_lag.unit = "seconds"
+
+
+class TtlSweep:
+    """Peak stored entries of the session-churn workload as the TTL grows (a numeric x-axis)."""
+
+    params = (TTL_SWEEP_MS, BACKENDS, ["none", "timer"])
+    param_names = ["ttl_ms", "backend", "strategy"]
+    timeout = 1800
+    version = "ttl-sweep-1"
+
+    def setup_cache(self) -> dict:
+        cache: dict = {}
+        for ttl in TTL_SWEEP_MS:
+            for key, values in _run("sessions-churn", ["none", "timer"],
+                                    {"ttl_ms": ttl}).items():
+                cache[(ttl, *key[1:])] = values
+        return cache
+
+    def track_peak_stored_entries(self, cache: dict, ttl_ms: int, backend: str,
+                                  strategy: str) -> float:
+        values = cache[(ttl_ms, backend, strategy)]
+        return values["peak_live_entries"] + values["peak_expired_present_entries"]
+
+    track_peak_stored_entries.unit = "entries"

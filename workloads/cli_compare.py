@@ -1,0 +1,122 @@
+"""`statebench compare`, `statebench report RUN_DIR` and `statebench diff RUN_A RUN_B`.
+
+compare: the main job. Runs the default comparison matrix (both backends x every applicable
+cleanup strategy, on a session-churn workload and a YCSB workload, in Spark local[*]), writes
+results/<run-id>/ and renders its self-contained report.html.
+report: re-renders a run's report from its stored rows.
+diff: renders two runs (two commits, two machines) side by side with ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from workloads.results import DEFAULT_RESULTS_DIR
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    from workloads.compare import DEFAULT_REPETITIONS, DEFAULT_SPECS
+
+    p = subparsers.add_parser(
+        "compare", help="compare cleanup strategies on both backends and write a report",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("specs", nargs="*", metavar="SPEC",
+                   help=f"spec files or shipped names (default: {' '.join(DEFAULT_SPECS)})")
+    p.add_argument("--backend", action="append", metavar="LIST",
+                   help="backends, comma-separated (default: heap,rocksdb)")
+    p.add_argument("--strategy", action="append", metavar="LIST",
+                   help="strategies, comma-separated (default: each spec's own list)")
+    p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    p.add_argument("--in-process", action="store_true", help="run without Spark")
+    p.add_argument("--events", type=_positive, help="events per workload (default: the spec's)")
+    p.add_argument("--repetitions", type=_positive, default=DEFAULT_REPETITIONS,
+                   help=f"runs per scenario, for medians and spread (default "
+                        f"{DEFAULT_REPETITIONS})")
+    p.add_argument("--parallelism", type=_positive, default=2,
+                   help="operator tasks (default 2)")
+    p.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR,
+                   help=f"where the run folder goes (default {DEFAULT_RESULTS_DIR}/)")
+    p.set_defaults(handler=compare_command)
+
+    r = subparsers.add_parser("report", help="re-render a run's report.html from its rows")
+    r.add_argument("run_dir", metavar="RUN_DIR")
+    r.add_argument("-o", "--output", default=None, help="where to write (default RUN_DIR/)")
+    r.set_defaults(handler=report_command)
+
+    d = subparsers.add_parser("diff", help="render two runs side by side with ratios (B/A)")
+    d.add_argument("run_a", metavar="RUN_A")
+    d.add_argument("run_b", metavar="RUN_B")
+    d.add_argument("-o", "--output", default=None, help="where to write (default RUN_B/diff.html)")
+    d.set_defaults(handler=diff_command)
+
+
+def _run_dir(text: str) -> Path:
+    from workloads.cli import CliError
+
+    path = Path(text)
+    if not (path / "rows.parquet").is_file():
+        raise CliError(f"{text} is not a statebench run folder (no rows.parquet in it)")
+    return path
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    from workloads.cli_run import _joined, _progress, summary_table
+    from workloads.compare import (
+        DEFAULT_SPECS,
+        comparison_configs,
+        load_specs,
+        planned_jobs,
+        run_comparison,
+        write_comparison,
+    )
+    from workloads.report import render_report
+
+    specs = load_specs(args.specs or DEFAULT_SPECS, args.events)
+    backends = tuple(_joined(args.backend) or ("heap", "rocksdb"))
+    strategies = _joined(args.strategy)
+    configs = comparison_configs(
+        specs, backends=backends, strategies=tuple(strategies) if strategies else None,
+        repetitions=args.repetitions, parallelism=args.parallelism)
+    step, close = _progress(planned_jobs(configs), "compare")
+    try:
+        outcomes = run_comparison(configs, master=args.master, in_process=args.in_process,
+                                  on_job=step)
+    finally:
+        close()
+    run_dir = write_comparison(outcomes, args.results_dir)
+    report = render_report(run_dir)
+    for outcome in outcomes:
+        print(f"\n{outcome.config.spec.name}")
+        print(summary_table(outcome))
+    print(f"\nresults: {run_dir}\nreport:  {report}")
+    return 0
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from workloads.report import render_report
+
+    out = render_report(_run_dir(args.run_dir),
+                        Path(args.output) if args.output else None)
+    print(out)
+    return 0
+
+
+def diff_command(args: argparse.Namespace) -> int:
+    from workloads.report import render_diff
+
+    out = render_diff(_run_dir(args.run_a), _run_dir(args.run_b), args.output)
+    print(out)
+    return 0
+
+

@@ -1,0 +1,125 @@
+"""The strategy comparison: several workloads x both backends x every applicable strategy, as
+one run folder with one report (what `statebench compare` runs).
+
+Each workload is one RunConfig run by the Spark (or in-process) runner with a shared run id and
+one SparkSession; their rows are concatenated (the `workload` column tells them apart) and
+run.json lists every spec, each workload's configuration, and every not-applicable
+(workload, backend, strategy) with its reason.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from workloads.metrics import METRIC_SCHEMA
+from workloads.plan import RunConfig, RunOutcome, Scenario, new_run_id, plan_scenarios
+from workloads.results import DEFAULT_RESULTS_DIR, META_FILE, ROWS_FILE, run_metadata
+from workloads.spec import WorkloadSpec, load_spec
+
+#: The default matrix: a session-churn workload (keys expire for good) and a YCSB one (hot keys).
+DEFAULT_SPECS = ("sessions-churn", "ycsb-a")
+DEFAULT_REPETITIONS = 3
+
+JobCallback = Callable[[Scenario, int], None]
+
+
+def load_specs(names: Sequence[str], events: int | None = None) -> list[WorkloadSpec]:
+    """Specs by path or shipped name, optionally scaled to `events` each."""
+    specs = [load_spec(name) for name in names]
+    if events is not None:
+        specs = [s.with_overrides(events=events) for s in specs]
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.name in seen:
+            raise ValueError(f"workload '{spec.name}' is given twice")
+        seen.add(spec.name)
+    return specs
+
+
+def comparison_configs(specs: Sequence[WorkloadSpec], base: RunConfig | None = None,
+                       **options: Any) -> list[RunConfig]:
+    """One RunConfig per workload, sharing a run id (and every other option)."""
+    run_id = options.pop("run_id", None) or new_run_id()
+    configs = []
+    for spec in specs:
+        cfg = RunConfig(spec=spec, run_id=run_id, **options) if base is None else replace(
+            base, spec=spec, run_id=run_id)
+        configs.append(cfg)
+    return configs
+
+
+def planned_jobs(configs: Sequence[RunConfig]) -> int:
+    return sum(len(plan_scenarios(c)[0]) * c.repetitions for c in configs)
+
+
+def run_comparison(
+    configs: Sequence[RunConfig],
+    master: str | None = None,
+    in_process: bool = False,
+    on_job: JobCallback | None = None,
+) -> list[RunOutcome]:
+    """Run every workload's matrix; Spark runs share one session."""
+    outcomes = []
+    checkpoint_base = tempfile.mkdtemp(prefix="statebench-compare-ckpt-")
+    try:
+        if in_process:
+            from workloads.inprocess import run_in_process
+
+            for cfg in configs:
+                cfg = replace(cfg, checkpoint_root=f"{checkpoint_base}/{cfg.spec.name}")
+                outcomes.append(run_in_process(cfg, on_job=on_job))
+        else:
+            from workloads.spark_runner import DEFAULT_MASTER, get_session, run_spark
+
+            spark = get_session(master or DEFAULT_MASTER)
+            for cfg in configs:
+                cfg = replace(cfg, checkpoint_root=f"{checkpoint_base}/{cfg.spec.name}")
+                outcomes.append(run_spark(cfg, spark=spark, on_job=on_job))
+    finally:
+        shutil.rmtree(checkpoint_base, ignore_errors=True)
+    return outcomes
+
+
+def comparison_metadata(outcomes: Sequence[RunOutcome]) -> dict[str, Any]:
+    """run.json of a comparison: the first workload's document, widened to every workload."""
+    metas = [run_metadata(o) for o in outcomes]
+    meta = dict(metas[0])
+    meta["spec"] = [m["spec"] for m in metas]
+    meta["config"] = {
+        "workloads": {o.config.spec.name: m["config"] for o, m in zip(outcomes, metas)},
+        "backends": metas[0]["config"]["backends"],
+        "strategies": sorted({s for m in metas for s in m["config"]["strategies"]}),
+        "repetitions": metas[0]["config"]["repetitions"],
+        "master": metas[0]["config"]["master"],
+        "kind": "comparison",
+    }
+    meta["not_applicable"] = [
+        {**n.as_dict(), "workload": o.config.spec.name} for o in outcomes for n in o.not_applicable
+    ]
+    meta["duration_s"] = round(sum(o.duration_s for o in outcomes), 3)
+    return meta
+
+
+def write_comparison(outcomes: Sequence[RunOutcome],
+                     results_dir: str | Path = DEFAULT_RESULTS_DIR) -> Path:
+    """Write `<results_dir>/<run_id>/` with every workload's rows and one run.json."""
+    if not outcomes:
+        raise ValueError("no workload was run")
+    run_dir = Path(results_dir) / outcomes[0].config.run_id
+    run_dir.mkdir(parents=True, exist_ok=False)
+    rows = pa.concat_tables([o.rows.cast(METRIC_SCHEMA) for o in outcomes])
+    pq.write_table(rows, run_dir / ROWS_FILE)
+    meta = comparison_metadata(outcomes)
+    meta["created_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    (run_dir / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    return run_dir
