@@ -1,0 +1,602 @@
+"""The keyed operator: applies a task's events to keyed state and measures it.
+
+One :class:`KeyedOperator` per task (operator index): it owns one backend whose key-group range
+is the task's (``KeyGroupRange.of_operator``), registers the states the workload's ops need
+(fixed names ``value``, ``list``, ``map``, ``reducing``, ``aggregating``) with the TTL config of
+the spec plus exactly one cleanup strategy, and processes the task's events in timestamp order.
+:func:`run_operator_batches` drives any number of tasks from one stream of record batches: it is
+the body of the Spark operator stage (``mapInArrow``) and of the in-process runner alike, so
+both measure the same code.
+
+Time (the TTL clock):
+* EventTime: the backend's event clock is set to each record's timestamp.
+* ProcessingTime: a simulated processing time, a ``ManualClock`` set from the event timestamps
+  (the input is sorted by time, so it never goes back): deterministic like event time.
+* ProcessingTime with the ``compaction_filter`` strategy: RocksDB's TTL compaction reads the
+  wall clock, so that scenario runs on ``ScaledClock(time_speedup)`` started at the run's first
+  timestamp (one real ms = ``time_speedup`` clock ms). It is the one non-deterministic scenario.
+
+Logical-time barriers, fired before the first record at or after their time: checkpoints every
+``checkpoint_interval_ms`` (id ``k`` at ``start + k * interval``, only inside the run so every
+task takes the same set) and metric samples every ``sample_interval_ms`` (step ``k``, the last at
+or after the end, fired at end of input). Samples are measurement and their time is excluded from
+throughput; checkpoints are part of the system under test and their time is included.
+
+Throughput (``records_per_s``) is per task: records after the warm-up (the first
+``warmup_fraction`` of the task's records) over the busy time spent on them: converting input
+batches, the state loop, checkpoints. Waiting for input (Spark's shuffle and Arrow transfer),
+metric samples and the final restore are not busy time. Series, checkpoint and restore rows come
+from repetition 0 only; later repetitions take no samples and measure throughput and latency.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import math
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+import backends
+from backends.keygroups import DEFAULT_MAX_PARALLELISM, KeyGroupRange
+from workloads import checkpoints as ck
+from workloads.keying import tasks_for_keys
+from workloads.metrics import (
+    ATTEMPT,
+    CHECKPOINT_METRICS,
+    CLEANUP_MECHANISMS,
+    LAG_COUNT,
+    LATENCY_BUCKET,
+    NO_TIME,
+    LatencyBuckets,
+    MetricRows,
+    PhysicalSize,
+    Row,
+    ScenarioId,
+    scan_states,
+)
+from workloads.oploop import StateCalls, build_loop
+from workloads.ops import Op, StateType
+from workloads.payloads import PayloadColumn, state_type
+
+STATE_NAMES: tuple[str, ...] = tuple(s.value for s in StateType)
+_ZEROS = itertools.repeat(0)  # the map_key column of a workload without map state
+CHECKPOINT, SAMPLE = 0, 1
+DEFAULT_SAMPLES = 10
+INFINITY = 1 << 62
+
+
+class ExpiredValueReturned(AssertionError):
+    """A state returned a value that had expired, under NeverReturnExpired: a backend bug."""
+
+
+class OutOfOrderInput(ValueError):
+    """A task's events did not arrive in timestamp order (the runner must sort them)."""
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    """Everything a task needs to run one scenario (small and picklable for Spark closures)."""
+
+    run_id: str
+    workload: str
+    backend: str
+    strategy: str
+    value_type: str
+    state_types: tuple[str, ...]
+    ttl_ms: int | None
+    update_type: str
+    visibility: str
+    time_characteristic: str
+    start_ms: int
+    end_ms: int
+    sample_interval_ms: int
+    checkpoint_interval_ms: int = 0
+    checkpoint_mode: str = "full"
+    checkpoint_root: str | None = None
+    parallelism: int = 1
+    max_parallelism: int = DEFAULT_MAX_PARALLELISM
+    task_counts: tuple[tuple[int, int], ...] = ()
+    warmup_fraction: float = 0.1
+    repetition: int = 0
+    emit_series: bool = True
+    measure_latency: bool = True
+    time_speedup: float = 1.0
+    local_dir: str | None = None
+    restore_at_end: bool = True
+
+    @property
+    def scenario(self) -> ScenarioId:
+        return ScenarioId(self.run_id, self.workload, self.backend, self.strategy)
+
+    @property
+    def never_return_expired(self) -> bool:
+        return self.ttl_ms is not None and self.visibility == "NeverReturnExpired"
+
+
+def local_root(cfg: OperatorConfig) -> str | None:
+    """Where task-local backend folders go: the configured folder, else the executor's first
+    Spark local dir (Spark passes SPARK_LOCAL_DIRS to its Python workers), else the temp dir."""
+    if cfg.local_dir is not None:
+        return cfg.local_dir
+    spark_dirs = os.environ.get("SPARK_LOCAL_DIRS")
+    return spark_dirs.split(",")[0] if spark_dirs else None
+
+
+def _pylist(column: pa.Array) -> list:
+    """An Arrow integer column as a Python list (via numpy: faster than ``to_pylist``)."""
+    return column.to_numpy(zero_copy_only=False).tolist()
+
+
+def wall_clock_driven(time_characteristic: str, strategy: str) -> bool:
+    """Whether a scenario's TTL clock is the (scaled) wall clock: see the module docstring."""
+    return time_characteristic == "ProcessingTime" and strategy.startswith("compaction_filter")
+
+
+def default_sample_interval(start_ms: int, end_ms: int, samples: int = DEFAULT_SAMPLES) -> int:
+    return max(1, math.ceil((end_ms - start_ms) / samples))
+
+
+@dataclass(frozen=True, order=True)
+class Barrier:
+    time_ms: int
+    kind: int  # CHECKPOINT before SAMPLE at the same time
+    index: int
+
+
+def barrier_schedule(cfg: OperatorConfig) -> list[Barrier]:
+    """Checkpoint and sample barriers of a run, in firing order."""
+    out: list[Barrier] = []
+    start, end = cfg.start_ms, cfg.end_ms
+    if end <= start:
+        return out
+    if cfg.checkpoint_interval_ms > 0 and cfg.checkpoint_root is not None:
+        k = 1
+        while start + k * cfg.checkpoint_interval_ms < end:
+            out.append(Barrier(start + k * cfg.checkpoint_interval_ms, CHECKPOINT, k))
+            k += 1
+    if cfg.emit_series:
+        si = cfg.sample_interval_ms
+        for k in range(1, math.ceil((end - start) / si) + 1):
+            out.append(Barrier(start + k * si, SAMPLE, k))
+    return sorted(out)
+
+
+# ------------------------------------------------------------------------------------------------
+# States
+# ------------------------------------------------------------------------------------------------
+
+
+class SumAggregate(backends.AggregateFunction):
+    """Aggregating state's function: the sum of longs, or of payload lengths."""
+
+    def create_accumulator(self) -> int:
+        return 0
+
+    def add(self, value: Any, accumulator: int) -> int:
+        return accumulator + (value if value.__class__ is int else len(value))
+
+    def get_result(self, accumulator: int) -> int:
+        return accumulator
+
+    def merge(self, acc_a: int, acc_b: int) -> int:
+        return acc_a + acc_b
+
+
+def ttl_config(cfg: OperatorConfig) -> backends.StateTtlConfig | None:
+    """The spec's TTL settings with exactly the scenario's cleanup strategy turned on."""
+    if cfg.ttl_ms is None:
+        return None
+    T = backends.StateTtlConfig
+    builder = (
+        T.new_builder(cfg.ttl_ms)
+        .set_update_type(T.UpdateType[cfg.update_type])
+        .set_state_visibility(T.StateVisibility[cfg.visibility])
+        .set_ttl_time_characteristic(T.TtlTimeCharacteristic[cfg.time_characteristic])
+    )
+    return backends.parse_strategy(cfg.strategy).configure(builder).build()
+
+
+def descriptors(cfg: OperatorConfig) -> dict[str, backends.StateDescriptor]:
+    """One descriptor per state type the workload uses, TTL enabled when the spec has a TTL."""
+    vtype = state_type(cfg.value_type)
+    makers: dict[str, Callable[[], backends.StateDescriptor]] = {
+        "value": lambda: backends.ValueStateDescriptor("value", vtype),
+        "list": lambda: backends.ListStateDescriptor("list", vtype),
+        "map": lambda: backends.MapStateDescriptor("map", backends.Types.INT(), vtype),
+        "reducing": lambda: backends.ReducingStateDescriptor("reducing", max, vtype),
+        "aggregating": lambda: backends.AggregatingStateDescriptor(
+            "aggregating", SumAggregate(), backends.Types.LONG()
+        ),
+    }
+    ttl = ttl_config(cfg)
+    out: dict[str, backends.StateDescriptor] = {}
+    for name in STATE_NAMES:
+        if name in cfg.state_types:
+            desc = makers[name]()
+            if ttl is not None:
+                desc.enable_time_to_live(ttl)
+            out[name] = desc
+    return out
+
+
+def register_states(backend: Any, descs: dict[str, backends.StateDescriptor]) -> StateCalls:
+    """Register every descriptor and bind the methods the hot loop calls."""
+    calls = StateCalls()
+    if "value" in descs:
+        s = backend.get_state(descs["value"])
+        calls.v_get, calls.v_update, calls.v_clear = s.value, s.update, s.clear
+    if "list" in descs:
+        s = backend.get_list_state(descs["list"])
+        calls.l_add, calls.l_get = s.add, s.get
+    if "map" in descs:
+        s = backend.get_map_state(descs["map"])
+        calls.m_put, calls.m_get, calls.m_items, calls.m_remove = s.put, s.get, s.items, s.remove
+    if "reducing" in descs:
+        calls.r_add = backend.get_reducing_state(descs["reducing"]).add
+    if "aggregating" in descs:
+        calls.a_add = backend.get_aggregating_state(descs["aggregating"]).add
+    return calls
+
+
+def make_clock(cfg: OperatorConfig) -> Any:
+    if wall_clock_driven(cfg.time_characteristic, cfg.strategy):
+        return backends.ScaledClock(cfg.time_speedup, start_ms=cfg.start_ms)
+    return backends.ManualClock(cfg.start_ms)
+
+
+# ------------------------------------------------------------------------------------------------
+# The operator
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Throughput:
+    """Records and busy nanoseconds after the warm-up, and totals."""
+
+    warm_left: int
+    records: int = 0
+    state_ops: int = 0
+    post_records: int = 0
+    post_ns: float = 0.0
+
+    def rate(self) -> float:
+        return self.post_records / (self.post_ns / 1e9) if self.post_ns > 0 else 0.0
+
+
+class KeyedOperator:
+    """One task's backend, states, clock and measurements (see the module docstring)."""
+
+    def __init__(
+        self, cfg: OperatorConfig, task: int, attempt: int = 0, attempt_id: int | None = None
+    ) -> None:
+        self.cfg = cfg
+        self.task = task
+        self.attempt = attempt  # Spark's attemptNumber: 0 first, 1 on the first retry, ...
+        self.attempt_id = attempt if attempt_id is None else attempt_id  # orders folders
+        self._local = tempfile.mkdtemp(prefix=f"statebench-t{task}-", dir=local_root(cfg))
+        self._physical = PhysicalSize(cfg.backend)  # before the backend: its RSS baseline
+        self.clock = make_clock(cfg)
+        self.backend: Any = None
+        try:
+            self.backend = self._open_backend()
+            self._descs = descriptors(cfg)
+            calls = register_states(self.backend, self._descs)
+            if self.backend.not_applicable:
+                raise RuntimeError(
+                    f"{cfg.scenario.label}: the backend reports strategy parts that do not apply"
+                    f" ({self.backend.not_applicable}); the runner should have skipped it"
+                )
+        except BaseException:
+            self.close()
+            raise
+        self.rows = MetricRows(cfg.scenario)
+        self.latency = LatencyBuckets()
+        counts = dict(cfg.task_counts)
+        self.tp = _Throughput(warm_left=int(counts.get(task, 0) * cfg.warmup_fraction))
+        self.expired_returned = 0
+        self._last_ts = -INFINITY
+        self._loop_t: Any = None
+        self._payloads = PayloadColumn(cfg.value_type)
+        self._uses_map = "map" in cfg.state_types
+        wall = wall_clock_driven(cfg.time_characteristic, cfg.strategy)
+        if wall:
+            set_time = None
+        elif cfg.time_characteristic == "EventTime":
+            set_time = self.backend.event_clock.set  # what backend.set_event_time does
+        else:
+            set_time = self.clock.set
+        self._shadow: dict | None = {} if cfg.ttl_ms is not None else None
+        self._loop = build_loop(
+            calls, self.backend.set_current_key, set_time, self.clock.now, self._shadow,
+            cfg.ttl_ms, stamp=cfg.measure_latency, refresh=cfg.update_type == "OnReadAndWrite",
+        )
+        self._barriers = barrier_schedule(cfg)
+        self._bi = 0
+        self._next_barrier = self._barriers[0].time_ms if self._barriers else INFINITY
+        self._last_checkpoint: tuple[Any, Barrier] | None = None
+        self._ckpt_target = self._checkpoint_target()
+
+    # ------------------------------------------------------------------ setup
+    def _open_backend(self) -> Any:
+        cfg = self.cfg
+        options: dict[str, Any] = {
+            "max_parallelism": cfg.max_parallelism,
+            "key_group_range": KeyGroupRange.of_operator(
+                self.task, cfg.parallelism, cfg.max_parallelism
+            ),
+        }
+        if cfg.backend == "rocksdb":
+            options["path"] = self._local
+        return backends.create_backend(cfg.backend, clock=self.clock, **options)
+
+    def _checkpoint_target(self) -> str | None:
+        cfg = self.cfg
+        if cfg.checkpoint_root is None or cfg.checkpoint_interval_ms <= 0:
+            return None
+        folder = ck.task_dir(cfg.checkpoint_root, cfg.run_id, ck.slug(cfg.scenario.label),
+                             cfg.repetition, self.task)
+        ck.remove_earlier_attempts(folder, self.attempt_id)
+        return ck.attempt_dir(folder, self.attempt_id)
+
+    # ------------------------------------------------------------------ the stream
+    def process(self, batch: pa.RecordBatch) -> None:
+        """Apply a batch of this task's events (EVENT_SCHEMA columns, ts non-decreasing)."""
+        n = batch.num_rows
+        if n == 0:
+            return
+        start = time.perf_counter_ns()
+        ts_np = batch.column("ts").to_numpy(zero_copy_only=False)
+        if ts_np[0] < self._last_ts or (n > 1 and bool((ts_np[1:] < ts_np[:-1]).any())):
+            raise OutOfOrderInput(
+                f"task {self.task}: events are not sorted by ts (got {int(ts_np[0])} after "
+                f"{self._last_ts}); sort each task's events by time before the operator"
+            )
+        cols = (
+            _pylist(batch.column("key")),
+            ts_np.tolist(),
+            _pylist(batch.column("op")),
+            self._payloads.values(batch),
+            _pylist(batch.column("map_key")) if self._uses_map else _ZEROS,
+        )
+        post_in_batch = n - min(n, max(self.tp.warm_left, 0))
+        self.tp.post_ns += (time.perf_counter_ns() - start) * post_in_batch / n
+        last = int(ts_np[-1])
+        self._last_ts = last
+        lo = 0
+        while self._next_barrier <= last:
+            cut = int(np.searchsorted(ts_np, self._next_barrier, "left"))
+            if cut > lo:
+                self._apply(cols, lo, cut)
+                lo = cut
+            self._fire_barrier()
+        if lo < n:
+            self._apply(cols, lo, n)
+
+    def _apply(self, cols: tuple[Any, ...], lo: int, hi: int) -> None:
+        count = hi - lo
+        if count == len(cols[0]):
+            keys, tss, ops, vals, mks = cols
+        else:
+            keys, tss, ops, vals, mks = (c if c is _ZEROS else c[lo:hi] for c in cols)
+        tp = self.tp
+        skip = min(max(tp.warm_left, 0), count)
+        if self.cfg.measure_latency:
+            stamps: list[int] = []  # list.append + one fromiter beat array("q").append here
+            bad, self._loop_t = self._loop(keys, tss, ops, vals, mks, stamps.append, self._loop_t)
+            stamps.append(time.perf_counter_ns())
+            if skip < count:
+                lat = np.diff(np.fromiter(stamps, dtype=np.int64, count=len(stamps)))
+                self.latency.add(lat[skip:])
+                tp.post_ns += stamps[-1] - stamps[skip]
+        else:
+            t0 = time.perf_counter_ns()
+            bad, self._loop_t = self._loop(keys, tss, ops, vals, mks, None, self._loop_t)
+            if skip < count:
+                tp.post_ns += (time.perf_counter_ns() - t0) * (count - skip) / count
+        tp.warm_left -= skip
+        tp.post_records += count - skip
+        tp.records += count
+        tp.state_ops += count + ops.count(Op.VALUE_RMW)  # read-modify-write is two state calls
+        self.expired_returned += bad
+
+    def _fire_barrier(self) -> None:
+        barrier = self._barriers[self._bi]
+        self._bi += 1
+        self._next_barrier = (
+            self._barriers[self._bi].time_ms if self._bi < len(self._barriers) else INFINITY
+        )
+        if barrier.kind == CHECKPOINT:
+            self._checkpoint(barrier)
+        else:
+            self._sample(barrier)
+
+    def _checkpoint(self, barrier: Barrier) -> None:
+        assert self._ckpt_target is not None
+        mode = self.cfg.checkpoint_mode
+        handle, wall_ms = ck.take_checkpoint(self.backend, barrier.index, self._ckpt_target, mode)
+        if self.tp.warm_left <= 0:
+            self.tp.post_ns += wall_ms * 1e6
+        self._last_checkpoint = (handle, barrier)
+        if self.cfg.emit_series:
+            nums = ck.checkpoint_numbers(handle)
+            values = (nums.total_bytes, nums.uploaded_bytes, nums.sync_ms, nums.total_ms)
+            for metric, value in zip(CHECKPOINT_METRICS, values):
+                unit = "bytes" if metric.endswith("bytes") else "ms"
+                self.rows.add(self.task, barrier.index, barrier.time_ms, metric, value, unit)
+
+    def _sample(self, barrier: Barrier) -> None:
+        wall = wall_clock_driven(self.cfg.time_characteristic, self.cfg.strategy)
+        now = self.clock.now() if wall else barrier.time_ms
+        s = scan_states(self.backend, self._descs, self.cfg.ttl_ms, now)
+        add, task, step, t = self.rows.add, self.task, barrier.index, barrier.time_ms
+        add(task, step, t, "live_entries", s.live, "entries")
+        add(task, step, t, "expired_present_entries", s.expired, "entries")
+        add(task, step, t, "logical_bytes", s.logical_bytes, "bytes")
+        add(task, step, t, "physical_bytes", self._physical.measure(self.backend), "bytes")
+
+    # ------------------------------------------------------------------ the end
+    def finish(self) -> list[Row]:
+        """Fire the remaining barriers, emit the summary rows, restore once, close."""
+        while self._bi < len(self._barriers):
+            self._fire_barrier()
+        cfg, task, rep = self.cfg, self.task, self.cfg.repetition
+        add = self.rows.add
+        tp = self.tp
+        rate = tp.rate()
+        add(task, rep, NO_TIME, "records", tp.records, "count")
+        add(task, rep, NO_TIME, "records_per_s", rate, "records/s")
+        ops_ratio = tp.state_ops / tp.records if tp.records else 1.0
+        add(task, rep, NO_TIME, "state_ops_per_s", rate * ops_ratio, "ops/s")
+        for metric, value in self.latency.percentiles_us().items():
+            add(task, rep, NO_TIME, metric, value, "us")
+        for index, count in self.latency.nonzero():
+            add(task, index, rep, LATENCY_BUCKET, count, "count")  # internal: time = repetition
+        add(task, rep, NO_TIME, "expired_returned", self.expired_returned, "count")
+        add(task, rep, NO_TIME, ATTEMPT, self.attempt, "count")
+        if cfg.ttl_ms is not None:
+            self._cleanup_rows()
+        if cfg.emit_series and cfg.restore_at_end and self._last_checkpoint is not None:
+            handle, barrier = self._last_checkpoint
+            ms = ck.timed_restore(
+                cfg.backend, handle, make_clock(cfg), local_root(cfg),
+                lambda b: register_states(b, descriptors(cfg)),
+                max_parallelism=cfg.max_parallelism,
+                key_group_range=KeyGroupRange.of_operator(task, cfg.parallelism,
+                                                          cfg.max_parallelism),
+            )
+            add(task, barrier.index, barrier.time_ms, "restore_ms", ms, "ms")
+        self.close()
+        if cfg.never_return_expired and self.expired_returned:
+            raise ExpiredValueReturned(
+                f"{cfg.scenario.label} task {task}: {self.expired_returned} expired value(s) "
+                "returned under NeverReturnExpired"
+            )
+        return self.rows.rows
+
+    def _cleanup_rows(self) -> None:
+        counts = self.backend.cleanup_counts()
+        task, rep, add = self.task, self.cfg.repetition, self.rows.add
+        for mech in CLEANUP_MECHANISMS:
+            total = sum(c.get(mech, 0) for c in counts.values())
+            add(task, rep, NO_TIME, f"cleanup_removed_{mech}", total, "entries")
+        weights = {name: self.backend.counters(name).lag_count for name in counts}
+        lag_n = sum(weights.values())
+        mean = (
+            sum(counts[n]["lag_mean_ms"] * w for n, w in weights.items()) / lag_n if lag_n else 0.0
+        )
+        add(task, rep, NO_TIME, "cleanup_lag_mean_ms", mean, "ms")
+        add(task, rep, NO_TIME, "cleanup_lag_max_ms",
+            max((c["lag_max_ms"] for c in counts.values()), default=0), "ms")
+        add(task, rep, NO_TIME, LAG_COUNT, lag_n, "count")
+
+    def close(self) -> None:
+        """Close the backend, then delete its folder once nothing references it any more.
+
+        The order matters: RocksDB handles still alive after ``close()`` (the backend's closures
+        form reference cycles) flush when the garbage collector frees them, and a flush into a
+        deleted folder fails and makes RocksDB sleep a full second before it gives up."""
+        backend = self.backend
+        self.backend = None
+        self._loop = None
+        if backend is not None:
+            backend.close()
+            if backend.kind == "rocksdb":
+                del backend
+                gc.collect()
+        shutil.rmtree(self._local, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# Driving several tasks from one batch stream
+# ------------------------------------------------------------------------------------------------
+
+
+def _task_runs(batch: pa.RecordBatch, cfg: OperatorConfig) -> Iterator[tuple[int, int, int]]:
+    """(task, offset, length) of each run of equal task ids in ``batch``."""
+    if "task" in batch.schema.names:
+        tasks = batch.column("task").to_numpy(zero_copy_only=False)
+    else:
+        keys = batch.column("key").to_numpy(zero_copy_only=False)
+        tasks = tasks_for_keys(keys, cfg.parallelism, cfg.max_parallelism)
+    if len(tasks) == 0:
+        return
+    cuts = np.flatnonzero(tasks[1:] != tasks[:-1]) + 1
+    starts = np.concatenate(([0], cuts))
+    ends = np.concatenate((cuts, [len(tasks)]))
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        yield int(tasks[s]), s, e - s
+
+
+@dataclass
+class TaskRunner:
+    """Runs one KeyedOperator per task id seen in a stream of batches.
+
+    Batches may mix tasks and tasks may interleave: correctness never depends on how a
+    partitioner grouped them, only on each task's events arriving in time order.
+    """
+
+    cfg: OperatorConfig
+    attempt: int = 0
+    attempt_id: int | None = None
+    operators: dict[int, KeyedOperator] = field(default_factory=dict)
+
+    def process(self, batch: pa.RecordBatch) -> None:
+        for task, offset, length in _task_runs(batch, self.cfg):
+            op = self.operators.get(task)
+            if op is None:
+                op = self.operators[task] = KeyedOperator(
+                    self.cfg, task, self.attempt, self.attempt_id
+                )
+            op.process(batch.slice(offset, length))
+
+    def finish(self) -> pa.RecordBatch:
+        rows: list[Row] = []
+        try:
+            for task in sorted(self.operators):
+                rows.extend(self.operators[task].finish())
+        finally:
+            self.close()
+        return MetricRows(self.cfg.scenario).to_batch() if not rows else _batch(self.cfg, rows)
+
+    def close(self) -> None:
+        for op in self.operators.values():
+            op.close()
+
+
+def _batch(cfg: OperatorConfig, rows: list[Row]) -> pa.RecordBatch:
+    out = MetricRows(cfg.scenario)
+    out.extend(rows)
+    return out.to_batch()
+
+
+def run_operator_batches(
+    cfg: OperatorConfig,
+    batches: Iterable[pa.RecordBatch],
+    attempt: int = 0,
+    attempt_id: int | None = None,
+    after_batch: Callable[[int], None] | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Apply every batch to its task's operator, then yield the metric rows (METRIC_SCHEMA).
+
+    ``attempt`` is the Spark attempt number (reported), ``attempt_id`` a number that grows with
+    every attempt (names checkpoint folders; default: ``attempt``). ``after_batch(i)`` runs
+    after the i-th input batch (fault injection in tests)."""
+    runner = TaskRunner(cfg, attempt, attempt_id)
+    try:
+        for i, batch in enumerate(batches):
+            runner.process(batch)
+            if after_batch is not None:
+                after_batch(i)
+    except BaseException:
+        runner.close()
+        raise
+    yield runner.finish()

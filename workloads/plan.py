@@ -1,0 +1,238 @@
+"""What a run does, decided on the driver before anything runs: scenarios, skipped strategies,
+the logical time frame, and each job's OperatorConfig. Shared by the in-process and Spark
+runners so both run exactly the same plan.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+import backends
+from backends.keygroups import DEFAULT_MAX_PARALLELISM
+from workloads.checkpoints import snapshots_available
+from workloads.generator import DEFAULT_BATCH_SIZE, Timeline
+from workloads.operator import (
+    STATE_NAMES,
+    OperatorConfig,
+    default_sample_interval,
+    wall_clock_driven,
+)
+from workloads.spec import WorkloadSpec
+
+BACKEND_KINDS = backends.BACKEND_KINDS
+
+
+class PlanError(ValueError):
+    """A run configuration that cannot run (unknown backend or strategy, bad numbers)."""
+
+
+def new_run_id() -> str:
+    """A sortable UTC timestamp plus a short random suffix, e.g. ``20260101T120000Z-3f9a``."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(2)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A run: one workload over backends x strategies, repeated, on one engine."""
+
+    spec: WorkloadSpec
+    backends: tuple[str, ...] = BACKEND_KINDS
+    strategies: tuple[str, ...] | None = None  # None: the spec's strategies
+    parallelism: int = 2
+    source_partitions: int | None = None  # generator partitions; None: = parallelism
+    repetitions: int = 1
+    sample_interval_ms: int | None = None  # None: the run's duration / 10
+    warmup_fraction: float = 0.1
+    time_speedup: float = 1.0
+    measure_latency: bool = True
+    checkpoint_root: str | None = None  # None: checkpoints off
+    local_dir: str | None = None  # task-local RocksDB folders (None: the system temp dir)
+    batch_size: int = DEFAULT_BATCH_SIZE
+    max_parallelism: int = DEFAULT_MAX_PARALLELISM
+    run_id: str = field(default_factory=new_run_id)
+    fail_task_once: int | None = None  # Spark partition whose first attempt fails (tests)
+
+    def __post_init__(self) -> None:
+        if not self.backends:
+            raise PlanError("no backend given")
+        for kind in self.backends:
+            if kind not in BACKEND_KINDS:
+                raise PlanError(
+                    f"unknown backend '{kind}'; expected one of {', '.join(BACKEND_KINDS)}"
+                )
+        if not 1 <= self.parallelism <= self.max_parallelism:
+            raise PlanError(
+                f"parallelism must be in 1..{self.max_parallelism}, got {self.parallelism}"
+            )
+        if self.source_partitions is not None and self.source_partitions < 1:
+            raise PlanError(f"source partitions must be >= 1, got {self.source_partitions}")
+        if self.repetitions < 1:
+            raise PlanError(f"repetitions must be >= 1, got {self.repetitions}")
+        if not 0 <= self.warmup_fraction < 1:
+            raise PlanError(f"warm-up fraction must be in [0, 1), got {self.warmup_fraction}")
+        if self.sample_interval_ms is not None and self.sample_interval_ms < 1:
+            raise PlanError(f"sample interval must be >= 1 ms, got {self.sample_interval_ms}")
+        if not self.time_speedup > 0:
+            raise PlanError(f"time speedup must be > 0, got {self.time_speedup}")
+        if self.batch_size < 1:
+            raise PlanError(f"batch size must be >= 1, got {self.batch_size}")
+        if self.strategies is not None:
+            if not self.strategies:
+                raise PlanError("no strategy given")
+            labels = []
+            for text in self.strategies:
+                try:
+                    labels.append(backends.parse_strategy(text).label)
+                except ValueError as exc:
+                    raise PlanError(str(exc)) from None
+            if self.spec.state.ttl_ms is None and labels != ["none"]:
+                raise PlanError("cleanup strategies need a TTL; the spec has no state.ttl_ms")
+            object.__setattr__(self, "strategies", tuple(dict.fromkeys(labels)))
+
+    @property
+    def strategy_labels(self) -> tuple[str, ...]:
+        return self.strategies if self.strategies is not None else self.spec.state.strategies
+
+    @property
+    def partitions(self) -> int:
+        return self.source_partitions or self.parallelism
+
+    def describe(self) -> dict[str, Any]:
+        """The JSON-able configuration recorded in run.json."""
+        return {
+            "backends": list(self.backends),
+            "strategies": list(self.strategy_labels),
+            "parallelism": self.parallelism,
+            "source_partitions": self.partitions,
+            "repetitions": self.repetitions,
+            "sample_interval_ms": self.sample_interval_ms,
+            "warmup_fraction": self.warmup_fraction,
+            "time_speedup": self.time_speedup,
+            "measure_latency": self.measure_latency,
+            "checkpoints": _checkpoints_state(self.checkpoint_root),
+            "batch_size": self.batch_size,
+            "max_parallelism": self.max_parallelism,
+        }
+
+
+def _checkpoints_state(root: str | None) -> str:
+    if root is None:
+        return "off"
+    if not snapshots_available():
+        return "off: backends.snapshot is not importable, no checkpoint metrics"
+    return "on"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    backend: str
+    strategy: str
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    backend: str
+    strategy: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"backend": self.backend, "strategy": self.strategy, "reason": self.reason}
+
+
+def plan_scenarios(cfg: RunConfig) -> tuple[list[Scenario], list[NotApplicable]]:
+    """Runnable scenarios (backend-major order) and the skipped ones with their reasons."""
+    runnable: list[Scenario] = []
+    skipped: list[NotApplicable] = []
+    tc = cfg.spec.state.time_characteristic
+    for kind in cfg.backends:
+        for label in cfg.strategy_labels:
+            strategy = backends.parse_strategy(label)
+            reason = strategy.not_applicable_reason(kind, wall_clock_driven(tc, label))
+            if reason is None:
+                runnable.append(Scenario(kind, label))
+            else:
+                skipped.append(NotApplicable(kind, label, reason))
+    return runnable, skipped
+
+
+def state_types_of(spec: WorkloadSpec) -> tuple[str, ...]:
+    """States the ops need (all five for a trace, whose ops are only known while reading)."""
+    if spec.operations is None:
+        return STATE_NAMES
+    used = {op.state_type.value for op, p in spec.operations if p > 0}
+    return tuple(name for name in STATE_NAMES if name in used)
+
+
+def spec_time_frame(spec: WorkloadSpec) -> tuple[int, int] | None:
+    """[start, end) of the run's event time for generated specs (None for traces)."""
+    if spec.time is None:
+        return None
+    timeline = Timeline(spec.time)
+    return timeline.start_ms, timeline.start_ms + timeline.duration_ms
+
+
+@dataclass(frozen=True)
+class DataFacts:
+    """What the runner learnt from the keyed data: events per task and the time frame."""
+
+    task_counts: tuple[tuple[int, int], ...]
+    start_ms: int
+    end_ms: int
+
+    @property
+    def events(self) -> int:
+        return sum(c for _, c in self.task_counts)
+
+
+def operator_config(
+    cfg: RunConfig, scenario: Scenario, repetition: int, facts: DataFacts
+) -> OperatorConfig:
+    spec = cfg.spec
+    st = spec.state
+    sample = cfg.sample_interval_ms or default_sample_interval(facts.start_ms, facts.end_ms)
+    return OperatorConfig(
+        run_id=cfg.run_id,
+        workload=spec.name,
+        backend=scenario.backend,
+        strategy=scenario.strategy,
+        value_type=spec.values.type,
+        state_types=state_types_of(spec),
+        ttl_ms=st.ttl_ms,
+        update_type=st.update_type,
+        visibility=st.visibility,
+        time_characteristic=st.time_characteristic,
+        start_ms=facts.start_ms,
+        end_ms=facts.end_ms,
+        sample_interval_ms=sample,
+        checkpoint_interval_ms=spec.checkpoints.interval_ms,
+        checkpoint_mode=spec.checkpoints.mode,
+        checkpoint_root=cfg.checkpoint_root if snapshots_available() else None,
+        parallelism=cfg.parallelism,
+        max_parallelism=cfg.max_parallelism,
+        task_counts=facts.task_counts,
+        warmup_fraction=cfg.warmup_fraction,
+        repetition=repetition,
+        emit_series=repetition == 0,
+        measure_latency=cfg.measure_latency,
+        time_speedup=cfg.time_speedup,
+        local_dir=cfg.local_dir,
+    )
+
+
+@dataclass
+class RunOutcome:
+    """What a runner hands to the results writer."""
+
+    config: RunConfig
+    rows: pa.Table  # finalized: task=-1 totals added, internal rows dropped
+    not_applicable: list[NotApplicable]
+    facts: DataFacts
+    engine: str  # "in-process" or the Spark master URL
+    duration_s: float
+    retried_attempts: dict[str, int] = field(default_factory=dict)
+    job_seconds: dict[str, list[float]] = field(default_factory=dict)

@@ -1,0 +1,329 @@
+"""The Spark runner: generated keyed workloads measured inside Spark executors.
+
+Stages (architecture.md, "The path of one run")::
+
+    spark.range(S, numPartitions=S).mapInArrow(generate)        source: S generator partitions,
+                                                                each event tagged with its task
+    .repartition(P, "pkey")                                     task t -> Spark partition t
+    .sortWithinPartitions("task", "ts", "seq")                  time order per task (total order)
+    .persist()                                                  shared by every scenario's job
+    .mapInArrow(run_operator, METRIC_DDL)                       one backend per task; metric rows
+    .toArrow()                                                  collected on the driver
+
+Exact partitioning: ``repartition(P, col)`` sends a row to ``pmod(murmur3(col, 42), P)``; the
+source stage writes, per task ``t``, a ``pkey`` chosen so that this formula gives exactly ``t``
+(:func:`partition_keys`, a port of Spark's ``Murmur3_x86_32.hashLong``, checked against Spark in
+the tests). Every Spark task then owns one contiguous key-group range. Correctness does not rely
+on it: the operator stage runs one backend per task id it sees, whatever the partitioner did.
+
+Networking: one SparkSession per process, driver and block manager bound to 127.0.0.1, no UI,
+``SPARK_LOCAL_IP=127.0.0.1`` for everything Spark starts; nothing listens beyond loopback. The
+default master is ``local[*]``; any cluster via ``master`` (or ``spark-submit``'s session).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from workloads.metrics import (
+    METRIC_DDL,
+    METRIC_SCHEMA,
+    attempts,
+    finalize_rows,
+    job_rows,
+    not_applicable_rows,
+)
+from workloads.operator import OperatorConfig, run_operator_batches
+from workloads.plan import (
+    DataFacts,
+    RunConfig,
+    RunOutcome,
+    Scenario,
+    operator_config,
+    plan_scenarios,
+    spec_time_frame,
+)
+from workloads.source import KEYED_SCHEMA, keyed_partition
+from workloads.spec import WorkloadSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+DEFAULT_MASTER = "local[*]"
+LOOPBACK = "127.0.0.1"
+SPARK_HASH_SEED = 42
+PREFETCH_BYTES = 256 << 20  # input read ahead per Spark task (see prefetch)
+SOURCE_DDL = (
+    "key bigint, ts bigint, op tinyint, value bigint, value_size int, map_key int, task int, "
+    "seq bigint, pkey bigint"
+)
+JobCallback = Callable[[Scenario, int], None]
+
+
+class InjectedTaskFailure(RuntimeError):
+    """Raised on purpose by a task's first attempt (tests of Spark's retry)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Session
+# ------------------------------------------------------------------------------------------------
+
+
+def loopback_environment() -> None:
+    """Environment for everything Spark starts from this process: loopback only, this Python."""
+    os.environ["SPARK_LOCAL_IP"] = LOOPBACK
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+
+
+def session_conf(shuffle_partitions: int = 2) -> dict[str, str]:
+    """The SparkSession settings statebench needs (see the module docstring)."""
+    return {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.driver.bindAddress": LOOPBACK,
+        "spark.driver.host": LOOPBACK,
+        "spark.executorEnv.SPARK_LOCAL_IP": LOOPBACK,
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        # AQE would coalesce the P shuffle partitions and put several tasks in one Spark task
+        "spark.sql.adaptive.enabled": "false",
+        "spark.speculation": "false",
+    }
+
+
+def launched_by_spark_submit() -> bool:
+    """True inside ``spark-submit``: its JVM is already up and owns the master setting."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def get_session(master: str | None = None, app_name: str = "statebench") -> SparkSession:
+    """This process's SparkSession (created on first use; later calls return the same one).
+
+    ``master`` None: spark-submit's master when launched by it, else ``local[*]``."""
+    loopback_environment()
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None or not launched_by_spark_submit():
+        builder = builder.master(master or DEFAULT_MASTER)
+    for key, value in session_conf().items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+# ------------------------------------------------------------------------------------------------
+# Exact hash partitioning
+# ------------------------------------------------------------------------------------------------
+
+_M32 = 0xFFFFFFFF
+
+
+def _rotl32(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def _mix_k1(k1: int) -> int:
+    k1 = (k1 * 0xCC9E2D51) & _M32
+    k1 = _rotl32(k1, 15)
+    return (k1 * 0x1B873593) & _M32
+
+
+def _mix_h1(h1: int, k1: int) -> int:
+    h1 ^= k1
+    h1 = _rotl32(h1, 13)
+    return (h1 * 5 + 0xE6546B64) & _M32
+
+
+def spark_hash_long(value: int, seed: int = SPARK_HASH_SEED) -> int:
+    """Spark's ``hash(<bigint>)`` (Murmur3_x86_32.hashLong), as a signed 32-bit int."""
+    v = value & 0xFFFFFFFFFFFFFFFF
+    h1 = _mix_h1(seed & _M32, _mix_k1(v & _M32))
+    h1 = _mix_h1(h1, _mix_k1(v >> 32))
+    h1 ^= 8
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & _M32
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & _M32
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
+
+
+def partition_keys(num_partitions: int) -> list[int]:
+    """For each partition p, the smallest bigint k >= 0 with pmod(hash(k), n) == p."""
+    found: dict[int, int] = {}
+    k = 0
+    while len(found) < num_partitions:
+        found.setdefault(spark_hash_long(k) % num_partitions, k)
+        k += 1
+    return [found[p] for p in range(num_partitions)]
+
+
+# ------------------------------------------------------------------------------------------------
+# Stages
+# ------------------------------------------------------------------------------------------------
+
+
+def _source_fn(
+    spec: WorkloadSpec, num_partitions: int, parallelism: int, max_parallelism: int,
+    batch_size: int,
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    pkeys = np.asarray(partition_keys(parallelism), dtype=np.int64)
+    schema = KEYED_SCHEMA.append(pa.field("pkey", pa.int64()))
+
+    def generate(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for id_batch in ids:
+            for p in id_batch.column(0).to_pylist():
+                for batch in keyed_partition(spec, p, num_partitions, parallelism,
+                                             max_parallelism, batch_size):
+                    task = batch.column("task").to_numpy(zero_copy_only=False)
+                    yield pa.RecordBatch.from_arrays(
+                        [*batch.columns, pa.array(pkeys[task], pa.int64())], schema=schema
+                    )
+
+    return generate
+
+
+def keyed_events(spark: SparkSession, cfg: RunConfig) -> DataFrame:
+    """The source stage, exactly partitioned by task and sorted by (task, ts, seq)."""
+    n = cfg.partitions
+    source = spark.range(n, numPartitions=n).mapInArrow(
+        _source_fn(cfg.spec, n, cfg.parallelism, cfg.max_parallelism, cfg.batch_size), SOURCE_DDL
+    )
+    return (
+        source.repartition(cfg.parallelism, "pkey")
+        .sortWithinPartitions("task", "ts", "seq")
+        .drop("pkey")
+    )
+
+
+def prefetch(batches: Iterator[pa.RecordBatch], max_bytes: int) -> Iterator[pa.RecordBatch]:
+    """Read input batches ahead, up to ``max_bytes``, before handing out the first one.
+
+    While the operator runs, the JVM would otherwise be converting and sending the next batches
+    on the same cores, and that work would be measured as state-backend time. Draining the input
+    first (bounded: beyond ``max_bytes`` the rest streams) keeps Spark's own work out of the
+    measured loop; the wait is input time, which records/s excludes anyway.
+    """
+    ahead: list[pa.RecordBatch] = []
+    size = 0
+    for batch in batches:
+        ahead.append(batch)
+        size += batch.nbytes
+        if size >= max_bytes:
+            break
+    yield from ahead
+    del ahead
+    yield from batches
+
+
+def _operator_fn(
+    cfg: OperatorConfig, fail_partition: int | None
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def run_operator(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        partition = ctx.partitionId() if ctx is not None else 0
+        attempt = ctx.attemptNumber() if ctx is not None else 0
+        # unique in the application and growing with every retry (stage retries included):
+        # orders the checkpoint folders of a task's attempts
+        attempt_id = ctx.taskAttemptId() if ctx is not None else 0
+        after_batch = None
+        if fail_partition == partition and attempt == 0:
+
+            def after_batch(i: int) -> None:
+                raise InjectedTaskFailure(
+                    f"injected failure in partition {partition} after input batch {i}"
+                )
+
+        yield from run_operator_batches(
+            cfg, prefetch(batches, PREFETCH_BYTES), attempt=attempt, attempt_id=attempt_id,
+            after_batch=after_batch,
+        )
+
+    return run_operator
+
+
+def data_facts(keyed: DataFrame, cfg: RunConfig) -> DataFacts:
+    """Events per task (for the warm-up cut) and the time frame, in one small job."""
+    from pyspark.sql import functions as F
+
+    rows = keyed.groupBy("task").agg(
+        F.count("*").alias("n"), F.min("ts").alias("lo"), F.max("ts").alias("hi")
+    ).collect()
+    counts = tuple(sorted((int(r["task"]), int(r["n"])) for r in rows))
+    frame = spec_time_frame(cfg.spec)
+    if frame is None:
+        if rows:
+            frame = (min(int(r["lo"]) for r in rows), max(int(r["hi"]) for r in rows) + 1)
+        else:
+            frame = (0, 0)
+    return DataFacts(counts, frame[0], frame[1])
+
+
+def run_spark(
+    cfg: RunConfig,
+    spark: SparkSession | None = None,
+    master: str | None = None,
+    on_job: JobCallback | None = None,
+) -> RunOutcome:
+    """Run every applicable scenario x repetition as one Spark job each (on ``spark``, or on
+    this process's session for ``master``, see :func:`get_session`)."""
+    from pyspark import StorageLevel
+
+    started = time.perf_counter()
+    spark = spark if spark is not None else get_session(master)
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.batch_size))
+    spark.conf.set("spark.sql.shuffle.partitions", str(cfg.parallelism))
+    runnable, skipped = plan_scenarios(cfg)
+    keyed = keyed_events(spark, cfg).persist(StorageLevel.MEMORY_AND_DISK)
+    parts: list[pa.Table] = []
+    job_seconds: dict[str, list[float]] = {}
+    try:
+        facts = data_facts(keyed, cfg)
+        for scenario in runnable:
+            for rep in range(cfg.repetitions):
+                op_cfg = operator_config(cfg, scenario, rep, facts)
+                fn = _operator_fn(op_cfg, cfg.fail_task_once)
+                t0 = time.perf_counter()
+                table = keyed.mapInArrow(fn, METRIC_DDL).toArrow()
+                seconds = time.perf_counter() - t0
+                job_seconds.setdefault(op_cfg.scenario.label, []).append(seconds)
+                parts.append(_normalise(table))
+                parts.append(job_rows(op_cfg.scenario, rep, facts.events, seconds))
+                if on_job is not None:
+                    on_job(scenario, rep)
+    finally:
+        keyed.unpersist()
+    parts.append(not_applicable_rows(cfg.run_id, cfg.spec.name,
+                                     [(n.backend, n.strategy) for n in skipped]))
+    raw = pa.concat_tables(parts)
+    return RunOutcome(
+        config=cfg,
+        rows=finalize_rows(raw),
+        not_applicable=skipped,
+        facts=facts,
+        engine=spark.sparkContext.master,
+        duration_s=time.perf_counter() - started,
+        retried_attempts={k: v for k, v in attempts(raw).items() if v},
+        job_seconds=job_seconds,
+    )
+
+
+def _normalise(table: pa.Table) -> pa.Table:
+    """Spark's Arrow output with exactly METRIC_SCHEMA's types (nullability may differ)."""
+    return pa.Table.from_arrays(
+        [table.column(f.name).cast(f.type) for f in METRIC_SCHEMA], schema=METRIC_SCHEMA
+    )
