@@ -27,20 +27,26 @@ class HeapKeyedStateBackend(KeyedStateBackend):
 
     def _make_key_selector(self) -> None:
         """Build set_current_key as a closure: it runs once per record. With the full key-group
-        range no key group is needed here at all (the flat dicts do not use it)."""
-        hooks, backend, key_group = self._record_hooks, self, self.key_group
+        range no key group is needed here at all (the flat dicts do not use it); with a partial
+        range (a task of a parallel job) the key's cached group is checked inline."""
+        hooks, backend, key_group_of = self._record_hooks, self, self.key_group
+        cache = self._kg_cache
         full_range = len(self.key_group_range) == self.max_parallelism
-        key_group_range = self.key_group_range
+        low, high = self.key_group_range.start, self.key_group_range.end
 
         def set_current_key(key: Any) -> None:
             cls = key.__class__
-            if (cls is not int and cls is not str and cls is not bytes) or not full_range:
-                check_key(key)
-                kg = key_group(key)
-                if kg not in key_group_range:
+            if cls is not int and cls is not str and cls is not bytes:
+                check_key(key)  # raises: not a valid key type
+            if not full_range:
+                kg = cache.get(key)
+                if kg is None:
+                    check_key(key)
+                    kg = key_group_of(key)
+                if kg < low or kg > high:
                     raise ValueError(
                         f"key {key!r} is in key group {kg}, outside this backend's "
-                        f"{key_group_range}"
+                        f"{backend.key_group_range}"
                     )
             backend._cur_key = key
             if hooks:

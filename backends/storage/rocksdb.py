@@ -91,6 +91,10 @@ class _RocksRaw:
     def ref_delete(self, ref: bytes) -> None:
         self._delete(ref)
 
+    def release(self) -> None:
+        """Drop this state's DB handle and bound methods (the backend is closing)."""
+        self.db = self._get = self._put = self._delete = None
+
     def load(self, key_group: int, key: Any, container: Any) -> None:
         self.ref_put(key_group_prefix(key_group) + serialize_key(key), container)
 

@@ -63,6 +63,9 @@ GROUPS: tuple[tuple[str, str], ...] = (
 _CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec("records_per_s", "records", "records/s", "throughput", +1),
     MetricSpec("state_ops_per_s", "state operations", "ops/s", "throughput", +1),
+    MetricSpec("job_records_per_s", "whole job (with scheduling and transfer)", "records/s",
+               "throughput", +1),
+    MetricSpec("records", "records processed", "records", "throughput", 0),
     MetricSpec("latency_p50_us", "p50", "us", "latency", -1),
     MetricSpec("latency_p99_us", "p99", "us", "latency", -1),
     MetricSpec("latency_p999_us", "p99.9", "us", "latency", -1),
@@ -84,6 +87,8 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
     ),
     MetricSpec("cleanup_removed_timer", "removed by timer", "entries", "cleanup", 0),
     MetricSpec("cleanup_removed_full_snapshot", "dropped from snapshots", "entries", "cleanup", 0),
+    MetricSpec("cleanup_lag_mean_ms", "cleanup lag mean", "ms", "cleanup", -1),
+    MetricSpec("cleanup_lag_max_ms", "cleanup lag max", "ms", "cleanup", -1),
     MetricSpec("cleanup_lag_p50_ms", "cleanup lag p50", "ms", "cleanup", -1),
     MetricSpec("cleanup_lag_p99_ms", "cleanup lag p99", "ms", "cleanup", -1),
     MetricSpec(
