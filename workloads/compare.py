@@ -9,21 +9,18 @@ run.json lists every spec, each workload's configuration, and every not-applicab
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from workloads.metrics import METRIC_SCHEMA
 from workloads.plan import RunConfig, RunOutcome, Scenario, new_run_id, plan_scenarios
-from workloads.results import DEFAULT_RESULTS_DIR, META_FILE, ROWS_FILE, run_metadata
+from workloads.results import DEFAULT_RESULTS_DIR, run_metadata, write_run_dir
 from workloads.spec import WorkloadSpec, load_spec
 
 #: The default matrix: a session-churn workload (keys expire for good) and a YCSB one (hot keys).
@@ -115,11 +112,6 @@ def write_comparison(outcomes: Sequence[RunOutcome],
     """Write `<results_dir>/<run_id>/` with every workload's rows and one run.json."""
     if not outcomes:
         raise ValueError("no workload was run")
-    run_dir = Path(results_dir) / outcomes[0].config.run_id
-    run_dir.mkdir(parents=True, exist_ok=False)
     rows = pa.concat_tables([o.rows.cast(METRIC_SCHEMA) for o in outcomes])
-    pq.write_table(rows, run_dir / ROWS_FILE)
-    meta = comparison_metadata(outcomes)
-    meta["created_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    (run_dir / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    return run_dir
+    return write_run_dir(outcomes[0].config.run_id, rows, comparison_metadata(outcomes),
+                         results_dir)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from workloads.metrics import METRIC_SCHEMA
@@ -103,13 +104,17 @@ def run_metadata(outcome: RunOutcome, created_utc: str | None = None) -> dict[st
     }
 
 
-def write_run(outcome: RunOutcome, results_dir: str | Path = DEFAULT_RESULTS_DIR) -> Path:
-    """Write ``<results_dir>/<run_id>/`` and return it."""
-    run_dir = Path(results_dir) / outcome.config.run_id
+def write_run_dir(run_id: str, rows: pa.Table, meta: dict[str, Any],
+                  results_dir: str | Path = DEFAULT_RESULTS_DIR) -> Path:
+    """Write ``<results_dir>/<run_id>/`` (rows.parquet + run.json) and return it."""
+    run_dir = Path(results_dir) / run_id
     run_dir.mkdir(parents=True, exist_ok=False)
-    rows = outcome.rows.cast(METRIC_SCHEMA)
-    pq.write_table(rows, run_dir / ROWS_FILE)
-    meta = run_metadata(outcome)
+    pq.write_table(rows.cast(METRIC_SCHEMA), run_dir / ROWS_FILE)
     (run_dir / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=False) + "\n",
                                      encoding="utf-8")
     return run_dir
+
+
+def write_run(outcome: RunOutcome, results_dir: str | Path = DEFAULT_RESULTS_DIR) -> Path:
+    """Write one run's ``<results_dir>/<run-id>/`` and return it."""
+    return write_run_dir(outcome.config.run_id, outcome.rows, run_metadata(outcome), results_dir)

@@ -92,7 +92,10 @@ def png_stats(png: bytes) -> tuple[int, int, float, int]:
     return width, height, 1.0 - raw.count(0) / len(raw), len(set(raw))
 
 
-def test_report_renders_in_chromium(browser: object, report_path: Path) -> None:
+def check_in_browser(browser: object, report_path: Path, strategies: set[str],
+                     charts_expected: int) -> bytes:
+    """Open a report in Chromium with the network blocked; assert it renders completely with no
+    error; return the screenshot of the top of the page (the docs image)."""
     page = browser.new_page(viewport=VIEWPORT)  # type: ignore[attr-defined]
     console_errors: list[str] = []
     page_errors: list[str] = []
@@ -133,14 +136,13 @@ def test_report_renders_in_chromium(browser: object, report_path: Path) -> None:
     assert console_errors == []
     assert external == [], "the report must not touch the network"
 
-    assert charts == 8 and len(plots) == charts  # 4 views x 2 workloads
+    assert charts == charts_expected and len(plots) == charts
     for plot in plots:
         assert plot["id"] == f"{plot['wrapper']}-plot"
         assert plot["names"], f"{plot['id']} has no traces"
         assert plot["points"] > 0, f"{plot['id']} has no data points"
         assert plot["width"] > 300 and plot["height"] > 200
         assert set(plot["expected"]) <= set(plot["names"]), plot["id"]
-    strategies = {"none", "full_snapshot", "incremental", "compaction_filter", "timer"}
     drawn = {name for plot in plots for name in plot["names"]}
     assert strategies <= drawn
     # Legends show each strategy once even though a strategy has a trace per facet.
@@ -166,6 +168,38 @@ def test_report_renders_in_chromium(browser: object, report_path: Path) -> None:
     assert drawn_share > 0.02 and drawn_share > 10 * blank_share
     assert distinct > 100 and distinct > blank_distinct
     assert len(shot) > 20 * len(blank)
+    return top
+
+
+def test_report_renders_in_chromium(browser: object, report_path: Path) -> None:
+    strategies = {"none", "full_snapshot", "incremental", "compaction_filter", "timer"}
+    check_in_browser(browser, report_path, strategies, charts_expected=8)  # 4 views x 2 workloads
+
+
+@pytest.fixture(scope="session")
+def real_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str]]:
+    """A real comparison (in-process, small) of both shipped default workloads, rendered, and
+    the strategies that ran on at least one backend (the others are reported n/a, not drawn)."""
+    from workloads.compare import (
+        DEFAULT_SPECS,
+        comparison_configs,
+        load_specs,
+        run_comparison,
+        write_comparison,
+    )
+    from workloads.plan import plan_scenarios
+
+    configs = comparison_configs(load_specs(DEFAULT_SPECS, events=150_000), repetitions=2)
+    outcomes = run_comparison(configs, in_process=True)
+    run_dir = write_comparison(outcomes, tmp_path_factory.mktemp("real-results"))
+    ran = {scenario.strategy for cfg in configs for scenario in plan_scenarios(cfg)[0]}
+    return render_report(run_dir), ran
+
+
+def test_real_comparison_renders_in_chromium(browser: object,
+                                             real_report: tuple[Path, set[str]]) -> None:
+    report_path, strategies = real_report
+    top = check_in_browser(browser, report_path, strategies, charts_expected=8)
     if os.environ.get("STATEBENCH_UPDATE_SCREENSHOT") == "1":
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         SCREENSHOT.write_bytes(top)
