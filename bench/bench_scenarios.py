@@ -89,57 +89,33 @@ class Scenarios:
     def setup(self, cache: dict, workload: str, backend: str, strategy: str) -> None:
         _metric(cache, (workload, backend, strategy), "records_per_s")
 
-    def track_time_per_record(self, cache: dict, workload: str, backend: str,
-                              strategy: str) -> float:
-        return 1.0 / _metric(cache, (workload, backend, strategy), "records_per_s")
 
-    track_time_per_record.unit = "seconds"
+# (benchmark name, summary metric, scale to the unit, unit): one track_* method each. Rates are
+# inverted (time per record) because asv treats larger as worse.
+TRACKS = [
+    ("time_per_record", "records_per_s", None, "seconds"),
+    ("p99_latency", "latency_p99_us", 1e-6, "seconds"),
+    ("peak_state_bytes", "peak_logical_bytes", 1.0, "bytes"),
+    ("steady_state_bytes", "steady_logical_bytes", 1.0, "bytes"),
+    ("peak_physical_bytes", "peak_physical_bytes", 1.0, "bytes"),
+    ("expired_present_entries", "peak_expired_present_entries", 1.0, "entries"),
+    ("full_checkpoint_bytes", "peak_checkpoint_bytes", 1.0, "bytes"),
+    ("uploaded_checkpoint_bytes", "peak_checkpoint_uploaded_bytes", 1.0, "bytes"),
+    ("cleanup_lag", "cleanup_lag_mean_ms", 1e-3, "seconds"),
+]
 
-    def track_p99_latency(self, cache: dict, workload: str, backend: str, strategy: str) -> float:
-        return _metric(cache, (workload, backend, strategy), "latency_p99_us") / 1e6
 
-    track_p99_latency.unit = "seconds"
+def _track(metric: str, scale: float | None, unit: str) -> Any:
+    def track(self: Scenarios, cache: dict, workload: str, backend: str, strategy: str) -> float:
+        value = _metric(cache, (workload, backend, strategy), metric)
+        return 1.0 / value if scale is None else value * scale
 
-    def track_peak_state_bytes(self, cache: dict, workload: str, backend: str,
-                               strategy: str) -> float:
-        return _metric(cache, (workload, backend, strategy), "peak_logical_bytes")
+    track.unit = unit  # type: ignore[attr-defined]
+    return track
 
-    track_peak_state_bytes.unit = "bytes"
 
-    def track_steady_state_bytes(self, cache: dict, workload: str, backend: str,
-                                 strategy: str) -> float:
-        return _metric(cache, (workload, backend, strategy), "steady_logical_bytes")
-
-    track_steady_state_bytes.unit = "bytes"
-
-    def track_peak_physical_bytes(self, cache: dict, workload: str, backend: str,
-                                  strategy: str) -> float:
-        return _metric(cache, (workload, backend, strategy), "peak_physical_bytes")
-
-    track_peak_physical_bytes.unit = "bytes"
-
-    def track_expired_present_entries(self, cache: dict, workload: str, backend: str,
-                                      strategy: str) -> float:
-        return _metric(cache, (workload, backend, strategy), "peak_expired_present_entries")
-
-    track_expired_present_entries.unit = "entries"
-
-    def track_full_checkpoint_bytes(self, cache: dict, workload: str, backend: str,
-                                    strategy: str) -> float:
-        return _metric(cache, (workload, backend, strategy), "peak_checkpoint_bytes")
-
-    track_full_checkpoint_bytes.unit = "bytes"
-
-    def track_uploaded_checkpoint_bytes(self, cache: dict, workload: str, backend: str,
-                                        strategy: str) -> float:
-        return _metric(cache, (workload, backend, strategy), "peak_checkpoint_uploaded_bytes")
-
-    track_uploaded_checkpoint_bytes.unit = "bytes"
-
-    def track_cleanup_lag(self, cache: dict, workload: str, backend: str, strategy: str) -> float:
-        return _metric(cache, (workload, backend, strategy), "cleanup_lag_mean_ms") / 1e3
-
-    track_cleanup_lag.unit = "seconds"
+for _name, _metric_name, _scale, _unit in TRACKS:
+    setattr(Scenarios, f"track_{_name}", _track(_metric_name, _scale, _unit))
 
 
 class TtlSweep:

@@ -12,17 +12,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from workloads.cli_run import _positive
 from workloads.results import DEFAULT_RESULTS_DIR
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
