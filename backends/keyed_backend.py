@@ -63,6 +63,8 @@ class KeyedStateBackend:
         self._record_hooks: list[Callable[[], None]] = []
         self._hooks_by_state: dict[str, list[Callable[[], None]]] = {}
         self._timer_indexes: dict[str, ExpiryIndex] = {}
+        self._timer_clocks: dict[str, Any] = {}
+        self._timer_check: Callable[[], None] | None = None
         self.not_applicable: dict[str, list[str]] = {}
         self._cur_key: Any = None
         self._kg_cache: dict = {}
@@ -94,6 +96,30 @@ class KeyedStateBackend:
     def _run_record_hooks(self) -> None:
         for hook in self._record_hooks:
             hook()
+
+    def _install_timer_check(self) -> None:
+        """One per-record hook for every timer index: each TTL clock is read once per record
+        (not once per state) and an index fires only when that time passed its earliest bucket."""
+        if self._timer_check is not None:
+            self._record_hooks.remove(self._timer_check)
+            self._timer_check = None
+        groups: dict[int, tuple[Callable[[], int], list[ExpiryIndex]]] = {}
+        for name, index in self._timer_indexes.items():
+            clock = self._timer_clocks[name]
+            groups.setdefault(id(clock), (clock.now, []))[1].append(index)
+        if not groups:
+            return
+        plan = tuple((now, tuple(indexes)) for now, indexes in groups.values())
+
+        def check_timers() -> None:
+            for now_fn, indexes in plan:
+                now = now_fn()
+                for index in indexes:
+                    if now >= index.next_due:
+                        index.fire()
+
+        self._timer_check = check_timers
+        self._record_hooks.append(check_timers)
 
     def fire_timers(self) -> int:
         """Run timer cleanup now for every state (also happens on each set_current_key)."""
@@ -206,7 +232,8 @@ class KeyedStateBackend:
             index = ExpiryIndex(raw, ctx, timer_strategy.granularity_ms)
             ctx.timers = index
             self._timer_indexes[desc.name] = index
-            self._hook(desc.name, index.maybe_fire)
+            self._timer_clocks[desc.name] = clock
+            self._install_timer_check()
         return _ttl_state(desc, raw, ctx)
 
     def _hook(self, name: str, hook: Callable[[], None]) -> None:
@@ -216,7 +243,9 @@ class KeyedStateBackend:
     def _unhook(self, name: str) -> None:
         for hook in self._hooks_by_state.pop(name, []):
             self._record_hooks.remove(hook)
-        self._timer_indexes.pop(name, None)
+        if self._timer_indexes.pop(name, None) is not None:
+            del self._timer_clocks[name]
+            self._install_timer_check()
         self.not_applicable.pop(name, None)
 
     def _note_not_applicable(self, name: str, reason: str) -> None:

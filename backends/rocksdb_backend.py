@@ -308,6 +308,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._raw.clear()
         self._states.clear()
         self._timer_indexes.clear()
+        self._timer_clocks.clear()
         self._record_hooks.clear()
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)

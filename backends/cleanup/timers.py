@@ -4,8 +4,10 @@ what Spark's transformWithState does with its TTL timers.
 Every write of a unit registers `(expiration time, reference)` in a bucketed index. When the TTL
 clock passes a bucket's time (checked on every `set_current_key` and by `fire_timers()`), each
 referenced unit is re-read and removed if it really expired (a unit rewritten since has a later
-registration, so a stale one is skipped). With `granularity_ms` g > 0 expirations round up to a
-multiple of g: one bucket per g ms, removal at most g ms late, never early.
+registration, so a stale one is skipped); the backend reads each TTL clock once per record for
+all of its indexes (`KeyedStateBackend._install_timer_check`). With `granularity_ms` g > 0
+expirations round up to a multiple of g: one bucket per g ms, removal at most g ms late, never
+early.
 """
 
 from __future__ import annotations
@@ -50,11 +52,6 @@ class ExpiryIndex:
                 self.next_due = due
         bucket.append(ref if user_key is ABSENT else (ref, user_key))
         self.registered += 1
-
-    def maybe_fire(self) -> None:
-        """Cheap per-record check: fire only when the clock passed the earliest bucket."""
-        if self._now_fn() >= self.next_due:
-            self.fire()
 
     def fire(self) -> int:
         """Remove every unit whose expiration passed; returns the number of units removed."""
