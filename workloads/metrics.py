@@ -301,18 +301,12 @@ def scan_states(backend: Any, names: Iterable[str], ttl_ms: int | None, now_ms: 
 
 
 class PhysicalSize:
-    """Physical bytes of one backend: SST files + memtables for RocksDB, an RSS share for heap.
-
-    Heap apportioning: the operator runs one task's backends at a time per Python process (Spark
-    runs each concurrent task in its own Python worker; the in-process runner closes a task's
-    backend before the next task starts), so a heap backend's share of the RSS is the growth of
-    this process's RSS since just before the backend was opened (create this object first).
-    Before taking that baseline, glibc is asked to hand freed memory back to the system
-    (``malloc_trim``; a closed heap backend has emptied its tables), so that memory freed by an
-    earlier backend of the same (reused) process is less often recycled unseen. It stays an
-    approximation, good to a few MB: pymalloc keeps partly used arenas (the first backend of a
-    process tends to show more than later ones), and the operator's own per-batch buffers and
-    expired-read shadow are included. It is not deterministic.
+    """Physical bytes of one backend, as the backend reports them (`physical_bytes()`): SST
+    files + memtables for RocksDB; for heap the bytes of the Python objects its states hold,
+    each counted once (deterministic). A backend without that method falls back to the growth
+    of this process's RSS since this object was created (an approximation: pymalloc keeps
+    partly used arenas, and memory freed by an earlier backend of the same process is reused
+    unseen), which is why the heap backend measures its objects instead.
     """
 
     def __init__(self, kind: str = "heap") -> None:

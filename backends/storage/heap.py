@@ -10,6 +10,7 @@ NoCurrentKeyError, so the hot path needs no "is a key set?" branch.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -74,8 +75,41 @@ class _HeapRaw:
     def count_keys(self) -> int:
         return len(self.table)
 
+    def footprint_bytes(self, seen: set[int]) -> int:
+        """Bytes of the Python objects this state holds: its dict, keys, containers, TTL
+        tuples and values, each object counted once (`seen` holds ids already counted, so a
+        payload shared by many entries counts once). Allocator slack is not included."""
+        size = sys.getsizeof
+        shape = self.spec.shape
+
+        def obj(o: Any) -> int:
+            if id(o) in seen:
+                return 0
+            seen.add(id(o))
+            return size(o)
+
+        unit = _unit_size_ttl if self.spec.ttl_layout else obj
+        total = size(self.table)
+        for key, container in self.table.items():
+            total += obj(key)
+            if shape == "value":
+                total += unit(container) if unit is obj else unit(container, obj)
+            elif shape == "list":
+                total += size(container) + sum(
+                    unit(e) if unit is obj else unit(e, obj) for e in container)
+            else:
+                total += size(container) + sum(
+                    obj(uk) + (unit(s) if unit is obj else unit(s, obj))
+                    for uk, s in container.items())
+        return total
+
     def drop_all(self) -> None:
         self.table.clear()
+
+
+def _unit_size_ttl(stored: tuple, obj: Callable[[Any], int]) -> int:
+    """A TTL unit: the (value, ts) tuple itself plus its value and timestamp objects."""
+    return sys.getsizeof(stored) + obj(stored[0]) + obj(stored[1])
 
 
 class HeapRawValue(_HeapRaw):
