@@ -13,11 +13,17 @@ from typing import Any
 import pytest
 
 
+def _info(bench: Any) -> dict:
+    return bench.extra_info if hasattr(bench, "extra_info") else bench.get("extra_info", {})
+
+
 def _rates(benchmarks: list[Any]) -> dict[tuple[str, str, str], dict[str, float]]:
+    """Rates of the op benchmarks (state and raw); others (paired targets, runner, snapshot
+    benchmarks) carry their own numbers and are skipped here."""
     out = {}
     for bench in benchmarks:
-        info = bench.extra_info if hasattr(bench, "extra_info") else bench.get("extra_info", {})
-        if "op" not in info:
+        info = _info(bench)
+        if not {"op", "units", "kind", "variant"} <= set(info):
             continue
         stats = bench.stats if hasattr(bench, "stats") else bench["stats"]
         median = getattr(stats, "median", None) or stats["median"]
@@ -51,9 +57,16 @@ def statebench_ratios(benchmarks: list[Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def paired_targets(benchmarks: list[Any]) -> list[dict[str, Any]]:
+    """The paired same-run ratios of test_bench_targets.py, as recorded in extra_info."""
+    return [dict(_info(b)) for b in benchmarks if "ratio_median" in _info(b)]
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_update_json(config: Any, benchmarks: Any, output_json: dict) -> None:
-    output_json["statebench_ratios"] = statebench_ratios(output_json.get("benchmarks", []))
+    saved = output_json.get("benchmarks", [])
+    output_json["statebench_ratios"] = statebench_ratios(saved)
+    output_json["statebench_targets"] = paired_targets(saved)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
