@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from backends.clocks import EventTimeClock, ManualClock
 from backends.errors import NoCurrentKeyError
 from backends.storage.base import ABSENT
 from backends.storage.spec import RawStateSpec
@@ -143,6 +144,9 @@ class HeapRawValue(_HeapRaw):
         (an in-range int) is checked inline, saving a call per write."""
         table, b = self.table, self._b
         bounds = self.spec.value_type.int_bounds
+        clock = getattr(now, "__self__", None)
+        if bounds is not None and clock.__class__ in _SLOT_CLOCKS:
+            return _int_writer_reading_clock_slot(table, b, check, bounds, clock)
         if bounds is not None:
             low, high = bounds
 
@@ -163,6 +167,27 @@ class HeapRawValue(_HeapRaw):
                 table[b._cur_key] = (check(value), now())
 
         return write
+
+
+_SLOT_CLOCKS = (ManualClock, EventTimeClock)
+
+
+def _int_writer_reading_clock_slot(
+    table: dict, b: Any, check: Callable[[Any], Any], bounds: tuple[int, int], clock: Any
+) -> Callable[[Any], None]:
+    """The integer stamped writer for statebench's own manual/event-time clocks: reading the
+    clock's `_now` slot directly saves a method call per write (~10% of a heap TTL update)."""
+    low, high = bounds
+
+    def write_int(value: Any) -> None:
+        if value.__class__ is int and low <= value <= high:
+            table[b._cur_key] = (value, clock._now)
+        elif value is None:
+            table.pop(b._cur_key, None)
+        else:
+            table[b._cur_key] = (check(value), clock._now)
+
+    return write_int
 
 
 class HeapRawList(_HeapRaw):

@@ -158,3 +158,17 @@ def test_string_and_record_values(backend, clock) -> None:
     r.update({"id": 1, "name": None, "score": 2})
     assert s.value() == "héllo"
     assert r.value() == {"id": 1, "name": None, "score": 2.0}
+
+
+def test_wall_clock_ttl_on_heap(make_backend) -> None:
+    """The heap's stamped writer reads statebench's manual clocks directly; any other clock
+    (here the wall clock) goes through now()."""
+    backend = make_backend("heap", B.SystemClock())
+    state = backend.get_state(value_desc(ttl(60_000)))
+    backend.set_current_key("k")
+    before = B.SystemClock().now()
+    state.update(3)
+    raw = backend.raw_state("v")
+    stored = raw.ref_get(raw.current_ref())
+    assert stored[0] == 3 and before <= stored[1] <= B.SystemClock().now()
+    assert state.value() == 3
