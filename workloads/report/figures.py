@@ -9,6 +9,7 @@ facets (subplot columns) or categories, never colours.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -108,11 +109,16 @@ def _backends(run: Run, workload: str) -> list[str]:
     return [b for b in run.backends if b in present]
 
 
+def _measured(run: Run, workload: str, metrics: Sequence[str]) -> tuple[list[str], list, list[str]]:
+    """(backends, scenarios that ran, the metrics among `metrics` any of them measured)."""
+    keys = [k for k in run.scenarios(workload) if k not in run.not_applicable]
+    present = [m for m in metrics if any(run.get(k, m) is not None for k in keys)]
+    return _backends(run, workload), keys, present
+
+
 def state_chart(run: Run, workload: str) -> Chart | None:
     """State size over logical time: metric rows x backend columns, one line per strategy."""
-    backends = _backends(run, workload)
-    keys = [k for k in run.scenarios(workload) if k not in run.not_applicable]
-    rows = [m for m in STATE_ROWS if any(run.get(k, m) is not None for k in keys)]
+    backends, keys, rows = _measured(run, workload, STATE_ROWS)
     if not rows or not backends:
         return None
     divisor, xlabel = _time_axis(run)
@@ -184,9 +190,7 @@ def _bar_hover(metric: str, unit: str, key: ScenarioKey, run: Run) -> str:
 
 def perf_chart(run: Run, workload: str) -> Chart | None:
     """Throughput and latency percentiles: grouped bars (backend groups, strategy bars)."""
-    backends = _backends(run, workload)
-    keys = [k for k in run.scenarios(workload) if k not in run.not_applicable]
-    cols = [m for m in PERF_COLS if any(run.get(k, m) is not None for k in keys)]
+    backends, keys, cols = _measured(run, workload, PERF_COLS)
     if not cols or not backends:
         return None
     titles = [
@@ -251,9 +255,8 @@ def perf_chart(run: Run, workload: str) -> Chart | None:
 
 def checkpoint_chart(run: Run, workload: str) -> Chart | None:
     """Checkpoint size per checkpoint id: full (solid) and uploaded (dotted), backend columns."""
-    backends = _backends(run, workload)
-    keys = [k for k in run.scenarios(workload) if k not in run.not_applicable]
-    if not any(run.get(k, m) is not None for k in keys for m, _, _ in CHECKPOINT_LINES):
+    backends, keys, measured = _measured(run, workload, [m for m, _, _ in CHECKPOINT_LINES])
+    if not measured:
         return None
     fig = make_subplots(
         rows=1, cols=len(backends), subplot_titles=backends, horizontal_spacing=0.08
