@@ -17,7 +17,6 @@ from backends import descriptors as d
 from backends.cleanup.counters import CleanupCounters
 from backends.cleanup.timers import ExpiryIndex
 from backends.clocks import EventTimeClock, SystemClock
-from backends.errors import StateMigrationError
 from backends.keygroups import (
     DEFAULT_MAX_PARALLELISM,
     KeyGroupRange,
@@ -185,11 +184,7 @@ class KeyedStateBackend:
             )
 
     def _migrate(self, old: Any, spec: RawStateSpec) -> Any:
-        if old.spec.kind != spec.kind:
-            raise StateMigrationError(
-                f"state '{spec.name}' holds {old.spec.kind} state and cannot be registered as "
-                f"{spec.kind} state"
-            )
+        # Resolving first raises (kind or type incompatible) before anything is created.
         transform = self._resolve_migration(old.spec, spec)
         new = self._create_raw(spec, replacing=old)
         for kg, key, container in old.iter_entries():

@@ -43,16 +43,10 @@ def load_specs(names: Sequence[str], events: int | None = None) -> list[Workload
     return specs
 
 
-def comparison_configs(specs: Sequence[WorkloadSpec], base: RunConfig | None = None,
-                       **options: Any) -> list[RunConfig]:
+def comparison_configs(specs: Sequence[WorkloadSpec], **options: Any) -> list[RunConfig]:
     """One RunConfig per workload, sharing a run id (and every other option)."""
     run_id = options.pop("run_id", None) or new_run_id()
-    configs = []
-    for spec in specs:
-        cfg = RunConfig(spec=spec, run_id=run_id, **options) if base is None else replace(
-            base, spec=spec, run_id=run_id)
-        configs.append(cfg)
-    return configs
+    return [RunConfig(spec=spec, run_id=run_id, **options) for spec in specs]
 
 
 def planned_jobs(configs: Sequence[RunConfig]) -> int:

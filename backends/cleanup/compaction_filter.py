@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 DROP_STAT = "rocksdb.compaction.key.drop.user"
-_STAT_LINE = re.compile(r"^rocksdb\.compaction\.key\.drop\.user COUNT : (\d+)", re.M)
+_STAT_LINE = re.compile(rf"^{re.escape(DROP_STAT)} COUNT : (\d+)", re.M)
 CHECK_EVERY_RECORDS = 4096
 
 

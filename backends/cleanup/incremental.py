@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from backends.ttl.context import TtlContext
-from backends.ttl.expiry import INT64_MAX, NOW_INFINITY
+from backends.ttl.expiry import INT64_MAX, NOW_INFINITY, filter_list
 
 
 class IncrementalCleanup:
@@ -85,7 +85,7 @@ class IncrementalCleanup:
                     removed += 1
                     counters.add_lag(now - container[1] - ttl)
             elif shape == "list":
-                kept = [e for e in container if e[1] + ttl > now]
+                kept = filter_list(container, ttl, now, prefix_only=False)
                 if len(kept) != len(container):
                     removed += len(container) - len(kept)
                     if kept:

@@ -17,7 +17,7 @@ from typing import Any
 
 from backends.storage.base import ABSENT
 from backends.ttl.context import TtlContext
-from backends.ttl.expiry import INT64_MAX, NOW_INFINITY
+from backends.ttl.expiry import INT64_MAX, NOW_INFINITY, filter_list
 
 INFINITY = NOW_INFINITY
 
@@ -81,7 +81,7 @@ class ExpiryIndex:
             stored = raw.ref_get(item)
             if not stored:
                 return 0
-            kept = [e for e in stored if e[1] + ttl > now]
+            kept = filter_list(stored, ttl, now, prefix_only=False)
             if len(kept) == len(stored):
                 return 0
             raw.ref_put(item, kept)

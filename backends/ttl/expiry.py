@@ -16,10 +16,6 @@ def expiration_ts(ts: int, ttl: int) -> int:
     return ts + ttl
 
 
-def is_expired(ts: int, ttl: int, now: int) -> bool:
-    return expiration_ts(ts, ttl) <= now
-
-
 def effective_now(now: int) -> int:
     """A `now` against which the unclamped test `ts + ttl <= now` equals Flink's clamped one.
 

@@ -96,12 +96,8 @@ class TtlValueState(_TtlSingleValue):
             self._access()
         if value is None:
             self._raw.clear()
-            return
-        value = self._check(value)
-        now = self._now_fn()
-        self._raw.update((value, now))
-        if self._timers is not None:
-            self._register(now)
+        else:
+            self._write(self._check(value))
 
 
 def _fast_value_read(state: TtlValueState) -> Any:
