@@ -49,8 +49,8 @@ def _summarise(rows: Any) -> dict[tuple[str, str, str], dict[str, float]]:
 
 
 def _run(spec_name: str, strategies: list[str], overrides: dict | None = None) -> dict:
-    from workloads.inprocess import run_in_process
-    from workloads.plan import RunConfig
+    from workloads.run.engines.inprocess import run_in_process
+    from workloads.run.plan import RunConfig
     from workloads.spec import load_spec
 
     spec = load_spec(spec_name).with_overrides(

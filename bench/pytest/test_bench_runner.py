@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from workloads.inprocess import run_in_process
-from workloads.plan import RunConfig, RunOutcome
+from workloads.run.engines.inprocess import run_in_process
+from workloads.run.plan import RunConfig, RunOutcome
 from workloads.spec import WorkloadSpec, load_spec, parse_spec
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
@@ -39,7 +39,7 @@ TWS_EVENTS = 200_000
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    from workloads.spark_runner import get_session
+    from workloads.run.engines.spark import get_session
 
     session = get_session(MASTER, app_name="statebench-bench")
     try:
@@ -67,7 +67,7 @@ def _rates(out: RunOutcome, metric: str = "records_per_s", total: bool = False) 
 
 
 def test_spark_executors_vs_in_process_per_core(benchmark, spark) -> None:
-    from workloads.spark_runner import run_spark
+    from workloads.run.engines.spark import run_spark
 
     cfg = _config(_ycsb_a())
     local = run_in_process(cfg)
@@ -184,7 +184,7 @@ def _transform_with_state(spark: Any, spec: WorkloadSpec) -> tuple[float, int]:
 
 
 def test_statebench_vs_spark_transform_with_state(benchmark, spark) -> None:
-    from workloads.spark_runner import run_spark
+    from workloads.run.engines.spark import run_spark
 
     statebench = run_spark(_config(_ycsb_a()), spark)
     seconds, seen = benchmark.pedantic(_transform_with_state, args=(spark, _ycsb_a(TWS_EVENTS)),

@@ -180,14 +180,14 @@ def test_report_renders_in_chromium(browser: object, report_path: Path) -> None:
 def real_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str]]:
     """A real comparison (in-process, small) of both shipped default workloads, rendered, and
     the strategies that ran on at least one backend (the others are reported n/a, not drawn)."""
-    from workloads.compare import (
+    from workloads.run.compare import (
         DEFAULT_SPECS,
         comparison_configs,
         load_specs,
         run_comparison,
         write_comparison,
     )
-    from workloads.plan import plan_scenarios
+    from workloads.run.plan import plan_scenarios
 
     configs = comparison_configs(load_specs(DEFAULT_SPECS, events=150_000), repetitions=2)
     outcomes = run_comparison(configs, in_process=True)

@@ -83,7 +83,7 @@ def mixed_spec(**state: Any) -> WorkloadSpec:
 
 def spark_session(master: str) -> Iterator[Any]:
     """Body of a module-scoped fixture: one SparkSession for the module, stopped after it."""
-    from workloads.spark_runner import get_session
+    from workloads.run.engines.spark import get_session
 
     spark = get_session(master, app_name="statebench-tests")
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -10,9 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from workloads import cli
-from workloads.cli_run import split_list
-from workloads.metrics import METRIC_SCHEMA
+from workloads.cli.run import split_list
 from workloads.report.render import render_report
+from workloads.run.metrics import METRIC_SCHEMA
 
 
 def _run_dir(results: Path) -> Path:
@@ -51,7 +50,7 @@ def test_run_in_process_writes_a_renderable_run(tmp_path: Path, capsys) -> None:
 
 
 def test_run_ids_sort_by_time(tmp_path: Path) -> None:
-    from workloads.plan import new_run_id
+    from workloads.run.plan import new_run_id
 
     a, b = new_run_id(), new_run_id()
     assert len(a) == len(b) and a[:16] <= b[:16] and a != b
@@ -88,17 +87,3 @@ def test_split_list_keeps_commas_inside_parentheses() -> None:
     assert split_list("none, incremental(5, false),timer(10)") == [
         "none", "incremental(5, false)", "timer(10)"]
     assert split_list("") == []
-
-
-def test_register_command_adds_a_subcommand(monkeypatch, capsys) -> None:
-    monkeypatch.setattr(cli, "_EXTRA", [])
-
-    def add_parser(subparsers: argparse._SubParsersAction) -> None:
-        p = subparsers.add_parser("hello")
-        p.add_argument("--name", default="x")
-        p.set_defaults(handler=lambda args: print(f"hi {args.name}") or 3)
-
-    cli.register_command(add_parser)
-    assert cli.main(["hello", "--name", "lead"]) == 3
-    assert "hi lead" in capsys.readouterr().out
-    assert "run" in cli.build_parser().format_help()

@@ -11,14 +11,14 @@ import pytest
 
 from backends.ttl import states as ttl_states
 from tests.runner.conftest import deterministic, mixed_spec, small_spec, values
-from workloads.inprocess import data_facts, run_in_process
-from workloads.operator import (
+from workloads.run.engines.inprocess import data_facts, run_in_process
+from workloads.run.operator import (
     ExpiredValueReturned,
     OutOfOrderInput,
     run_operator_batches,
 )
-from workloads.plan import PlanError, RunConfig, Scenario, operator_config
-from workloads.source import keyed_table
+from workloads.run.plan import PlanError, RunConfig, Scenario, operator_config
+from workloads.run.source import keyed_table
 
 BACKEND_INDEPENDENT = frozenset(
     {"records", "live_entries", "expired_present_entries", "logical_bytes",

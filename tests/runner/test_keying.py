@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from backends.keygroups import KeyGroupRange, key_group_for, operator_index_for_key_group
-from workloads.keying import key_groups, operator_indices, tasks_for_keys
+from workloads.run.keying import key_groups, operator_indices, tasks_for_keys
 
 
 def _keys() -> np.ndarray:

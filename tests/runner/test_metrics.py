@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 import backends as B
-from workloads.metrics import (
+from workloads.run.metrics import (
     LAG_COUNT,
     LATENCY_BUCKET,
     METRIC_SCHEMA,

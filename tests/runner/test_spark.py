@@ -14,10 +14,10 @@ import pytest
 
 from tests.runner.conftest import deterministic, mixed_spec, small_spec, spark_session, values
 from workloads import cli
-from workloads.inprocess import run_in_process
-from workloads.plan import RunConfig
 from workloads.report.render import render_report
-from workloads.spark_runner import keyed_events, partition_keys, run_spark, spark_hash_long
+from workloads.run.engines.inprocess import run_in_process
+from workloads.run.engines.spark import keyed_events, partition_keys, run_spark, spark_hash_long
+from workloads.run.plan import RunConfig
 
 pytestmark = pytest.mark.spark
 MASTER = "local[2,2]"

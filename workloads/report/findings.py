@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
-from workloads.report.fmt import DASH, fmt_value, fold, pct_change, si
+from workloads.report.fmt import DASH, compare_phrase, connector, fmt_value, si
 from workloads.report.load import Run, ScenarioKey
 from workloads.report.metrics import STORED_ENTRIES
 from workloads.report.stats import Stat, pareto_points, stat
@@ -68,10 +68,10 @@ def _cost(run: Run, best: ScenarioKey, base: ScenarioKey) -> str:
     parts = []
     tb, tr = stat(run, best, "records_per_s"), stat(run, base, "records_per_s")
     if tb is not None and tr is not None:
-        parts.append(f"{pct_change(tb.center, tr.center, 'higher', 'lower')} throughput")
+        parts.append(compare_phrase(tb.center, tr.center, "throughput"))
     lb, lr = stat(run, best, "latency_p99_us"), stat(run, base, "latency_p99_us")
     if lb is not None and lr is not None:
-        parts.append(f"{pct_change(lb.center, lr.center, 'higher', 'lower')} p99 latency")
+        parts.append(compare_phrase(lb.center, lr.center, "p99 latency"))
     return f", at {' and '.join(parts)}" if parts else ""
 
 
@@ -86,8 +86,8 @@ def _throughput(run: Run, backend: str, keys: list[ScenarioKey]) -> list[Sentenc
     if len(ranked) == 1:
         return [s.t(".")]
     worst, second = ranked[-1], ranked[1]
-    change = pct_change(tp[worst].center, tp[best].center, "higher", "lower")
-    s.t("; the slowest, ").b(worst.strategy).t(f", is {change} ")
+    change = compare_phrase(tp[worst].center, tp[best].center, "throughput")
+    s.t("; the slowest, ").b(worst.strategy).t(f", has {change} ")
     s.t(f"({_rate(tp[worst].center)}).")
     if tp[best].lo <= tp[second].hi:
         s.t(" Its lead over ").b(second.strategy)
@@ -112,16 +112,15 @@ def _state(run: Run, backend: str, keys: list[ScenarioKey]) -> list[Sentence]:
     if best == base:
         s.t(f" ({fmt_value(entries[best].center, 'entries')} {what}); no strategy shrank it.")
     else:
-        s.t(f": {fold(entries[base].center, entries[best].center)} fewer {what} than ")
+        e_best, e_base = entries[best].center, entries[base].center
+        s.t(f": {compare_phrase(e_best, e_base, what, down='fewer')}{connector(e_best, e_base)}")
         s.b(base.strategy)
         s.t(f" ({fmt_value(entries[best].center, 'entries')} vs ")
         s.t(f"{fmt_value(entries[base].center, 'entries')})")
         pb, pr = stat(run, best, "physical_bytes"), stat(run, base, "physical_bytes")
         if pb is not None and pr is not None and pb.center != pr.center:
-            if pb.center < pr.center:
-                s.t(f" and {fold(pr.center, pb.center)} fewer physical bytes")
-            else:
-                s.t(f" but {fold(pb.center, pr.center)} more physical bytes")
+            phrase = compare_phrase(pb.center, pr.center, "physical bytes", "more", "fewer")
+            s.t(f" and {phrase}" if pb.center < pr.center else f" but {phrase}")
         s.t(_cost(run, best, base) + ".")
     phys = _stats(run, keys, "physical_bytes")
     if len(phys) > 1:
@@ -151,7 +150,9 @@ def _checkpoints(run: Run, backend: str, keys: list[ScenarioKey]) -> list[Senten
     s.t(f"median {fmt_value(sizes[best].center, 'bytes')} {what}")
     if best == base:
         return [s.t(").")]
-    s.t(f", {fold(sizes[base].center, sizes[best].center)} less than ").b(base.strategy)
+    c_best, c_base = sizes[best].center, sizes[base].center
+    s.t(f", {compare_phrase(c_best, c_base, 'bytes', down='fewer')}{connector(c_best, c_base)}")
+    s.b(base.strategy)
     s.t(f" at {fmt_value(sizes[base].center, 'bytes')})")
     return [s.t(_cost(run, best, base) + ".")]
 

@@ -90,22 +90,39 @@ def fmt_ratio(ratio: float | None) -> str:
     return f"{_sig(ratio)}{TIMES}"
 
 
-def fold(big: float, small: float) -> str:
-    """How many times ``big`` exceeds ``small``: '4.1x' (two significant digits reads best)."""
-    if small <= 0:
-        return f"\u221e{TIMES}" if big > 0 else f"1{TIMES}"
-    return f"{_sig(big / small, 2)}{TIMES}"
+def _fold(r: float) -> str:
+    """A fold with three significant digits and no trailing zeros: 2.5, 18.5, 10, 1,250."""
+    return f"{r:,.0f}" if r >= 1000 else f"{r:.3g}"
 
 
-def pct_change(new: float, base: float, higher: str, lower: str) -> str:
-    """'12% lower throughput'-style phrase for ``new`` relative to ``base``.
+def compare_phrase(new: float, base: float, noun: str, up: str = "higher",
+                   down: str = "lower") -> str:
+    """``new`` relative to ``base`` in words a reader takes in at once, noun included.
 
-    Changes under 1% are reported as "about the same" because run-to-run noise is larger.
+    Small changes are percentages ('12% lower throughput'); from 2x on they are folds
+    ('18.5x the p99 latency', '4.1x fewer entries'), never '1752% higher'. Changes under 1% are
+    "about the same", because run-to-run noise is larger, so '1.0x more' cannot appear.
     """
     if base == 0:
-        return f"{higher} (baseline is 0)"
-    change = new / base - 1.0
-    if abs(change) < 0.01:
-        return "about the same"
-    word = higher if change > 0 else lower
-    return f"{abs(change) * 100:.0f}% {word}"
+        return f"{noun} above 0 (the baseline is 0)" if new > 0 else f"the same {noun} (0)"
+    r = new / base
+    if abs(r - 1.0) < 0.01:
+        return f"about the same {noun}"
+    if r >= 2:
+        return f"{_fold(r)}{TIMES} the {noun}"
+    if r > 1:
+        return f"{(r - 1) * 100:.0f}% {up} {noun}"
+    if r <= 0.5:
+        return f"{_fold(1 / r)}{TIMES} {down} {noun}" if r > 0 else f"no {noun}"
+    return f"{(1 - r) * 100:.0f}% {down} {noun}"
+
+
+def connector(new: float, base: float) -> str:
+    """The word joining a :func:`compare_phrase` to the baseline's name: 'about the same X as',
+    '18.5x the X of', otherwise '12% lower X than'."""
+    if base == 0:
+        return " than "
+    r = new / base
+    if abs(r - 1.0) < 0.01:
+        return " as "
+    return " of " if r >= 2 else " than "

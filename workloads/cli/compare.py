@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from workloads.cli_run import _positive
-from workloads.results import DEFAULT_RESULTS_DIR
+from workloads.cli.run import _positive
+from workloads.results.store import DEFAULT_RESULTS_DIR
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from workloads.compare import DEFAULT_REPETITIONS, DEFAULT_SPECS
+    from workloads.run.compare import DEFAULT_REPETITIONS, DEFAULT_SPECS
 
     p = subparsers.add_parser(
         "compare", help="compare cleanup strategies on both backends and write a report",
@@ -62,8 +62,9 @@ def _run_dir(text: str) -> Path:
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    from workloads.cli_run import _joined, _progress, summary_table
-    from workloads.compare import (
+    from workloads.cli.run import _joined, _progress, summary_table
+    from workloads.report import render_report
+    from workloads.run.compare import (
         DEFAULT_SPECS,
         comparison_configs,
         load_specs,
@@ -71,7 +72,6 @@ def compare_command(args: argparse.Namespace) -> int:
         run_comparison,
         write_comparison,
     )
-    from workloads.report import render_report
 
     specs = load_specs(args.specs or DEFAULT_SPECS, args.events)
     backends = tuple(_joined(args.backend) or ("heap", "rocksdb"))

@@ -1,6 +1,6 @@
 """Run directories: ``results/<run-id>/rows.parquet`` plus ``run.json``.
 
-``rows.parquet`` holds the tidy metric rows (``workloads.metrics.METRIC_SCHEMA``, what
+``rows.parquet`` holds the tidy metric rows (``workloads.run.metrics.METRIC_SCHEMA``, what
 ``workloads/report`` reads); ``run.json`` says what ran where: the spec, the run configuration,
 the git commit, library versions, the machine, the Spark master, the strategies that were
 reported as not applicable instead of being run, and how long it took.
@@ -22,8 +22,8 @@ import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from workloads.metrics import METRIC_SCHEMA
-from workloads.plan import RunOutcome
+from workloads.run.metrics import METRIC_SCHEMA
+from workloads.run.plan import RunOutcome
 
 DEFAULT_RESULTS_DIR = "results"
 ROWS_FILE = "rows.parquet"

@@ -18,8 +18,8 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from workloads.plan import RunConfig, RunOutcome, Scenario, plan_scenarios
-from workloads.results import DEFAULT_RESULTS_DIR, write_run
+from workloads.results.store import DEFAULT_RESULTS_DIR, write_run
+from workloads.run.plan import RunConfig, RunOutcome, Scenario, plan_scenarios
 from workloads.spec import load_spec
 
 
@@ -151,11 +151,11 @@ def run_command(args: argparse.Namespace) -> int:
         step, close = _progress(len(runnable) * cfg.repetitions, cfg.spec.name)
         try:
             if args.in_process:
-                from workloads.inprocess import run_in_process
+                from workloads.run.engines.inprocess import run_in_process
 
                 outcome = run_in_process(cfg, on_job=step)
             else:
-                from workloads.spark_runner import run_spark
+                from workloads.run.engines.spark import run_spark
 
                 outcome = run_spark(cfg, master=args.master, on_job=step)
         finally:

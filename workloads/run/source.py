@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from workloads.generator import EVENT_SCHEMA, generate_partition
-from workloads.keying import tasks_for_keys
+from workloads.run.keying import tasks_for_keys
 from workloads.spec import WorkloadSpec
 
 KEYED_SCHEMA = EVENT_SCHEMA.append(pa.field("task", pa.int32())).append(

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from workloads.metrics import (
+from workloads.run.metrics import (
     METRIC_DDL,
     METRIC_SCHEMA,
     attempts,
@@ -40,8 +40,8 @@ from workloads.metrics import (
     job_rows,
     not_applicable_rows,
 )
-from workloads.operator import OperatorConfig, run_operator_batches
-from workloads.plan import (
+from workloads.run.operator import OperatorConfig, run_operator_batches
+from workloads.run.plan import (
     DataFacts,
     RunConfig,
     RunOutcome,
@@ -50,7 +50,7 @@ from workloads.plan import (
     plan_scenarios,
     spec_time_frame,
 )
-from workloads.source import KEYED_SCHEMA, keyed_partition
+from workloads.run.source import KEYED_SCHEMA, keyed_partition
 from workloads.spec import WorkloadSpec
 
 if TYPE_CHECKING:

@@ -47,9 +47,12 @@ import pyarrow as pa
 
 import backends
 from backends.keygroups import DEFAULT_MAX_PARALLELISM, KeyGroupRange
-from workloads import checkpoints as ck
-from workloads.keying import tasks_for_keys
-from workloads.metrics import (
+from workloads.ops import Op, StateType
+from workloads.payloads import PayloadColumn, state_type
+from workloads.run import checkpoints as ck
+from workloads.run.hotloop import StateCalls, build_loop
+from workloads.run.keying import tasks_for_keys
+from workloads.run.metrics import (
     ATTEMPT,
     CHECKPOINT_METRICS,
     CLEANUP_MECHANISMS,
@@ -63,9 +66,6 @@ from workloads.metrics import (
     ScenarioId,
     scan_states,
 )
-from workloads.oploop import StateCalls, build_loop
-from workloads.ops import Op, StateType
-from workloads.payloads import PayloadColumn, state_type
 
 STATE_NAMES: tuple[str, ...] = tuple(s.value for s in StateType)
 _ZEROS = itertools.repeat(0)  # the map_key column of a workload without map state

@@ -14,9 +14,9 @@ import pyarrow as pa
 
 import backends
 from backends.keygroups import DEFAULT_MAX_PARALLELISM
-from workloads.checkpoints import snapshots_available
 from workloads.generator import DEFAULT_BATCH_SIZE, Timeline
-from workloads.operator import (
+from workloads.run.checkpoints import snapshots_available
+from workloads.run.operator import (
     STATE_NAMES,
     OperatorConfig,
     default_sample_interval,

@@ -18,9 +18,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from workloads.metrics import METRIC_SCHEMA
-from workloads.plan import RunConfig, RunOutcome, Scenario, new_run_id, plan_scenarios
-from workloads.results import DEFAULT_RESULTS_DIR, run_metadata, write_run_dir
+from workloads.results.store import DEFAULT_RESULTS_DIR, run_metadata, write_run_dir
+from workloads.run.metrics import METRIC_SCHEMA
+from workloads.run.plan import RunConfig, RunOutcome, Scenario, new_run_id, plan_scenarios
 from workloads.spec import WorkloadSpec, load_spec
 
 #: The default matrix: a session-churn workload (keys expire for good) and a YCSB one (hot keys).
@@ -64,13 +64,13 @@ def run_comparison(
     checkpoint_base = tempfile.mkdtemp(prefix="statebench-compare-ckpt-")
     try:
         if in_process:
-            from workloads.inprocess import run_in_process
+            from workloads.run.engines.inprocess import run_in_process
 
             for cfg in configs:
                 cfg = replace(cfg, checkpoint_root=f"{checkpoint_base}/{cfg.spec.name}")
                 outcomes.append(run_in_process(cfg, on_job=on_job))
         else:
-            from workloads.spark_runner import DEFAULT_MASTER, get_session, run_spark
+            from workloads.run.engines.spark import DEFAULT_MASTER, get_session, run_spark
 
             spark = get_session(master or DEFAULT_MASTER)
             for cfg in configs:

@@ -1,7 +1,7 @@
 """The in-process runner: the same plan and operator as the Spark runner, without Spark.
 
 Events are generated with the same source partitioning, tagged and sorted exactly as the Spark
-stages do (``workloads.source``), and each scenario runs every task's operator in this process,
+stages do (``workloads.run.source``), and each scenario runs every task's operator in this process,
 one task after the other, each task's backend closed before the next one opens. Used by fast
 tests, asv, and as the baseline that Spark's overhead is measured against. Throughput is
 measured per task, so running tasks one after the other on one core measures the same per-core
@@ -17,15 +17,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from workloads.metrics import (
+from workloads.run.metrics import (
     METRIC_SCHEMA,
     attempts,
     finalize_rows,
     job_rows,
     not_applicable_rows,
 )
-from workloads.operator import run_operator_batches
-from workloads.plan import (
+from workloads.run.operator import run_operator_batches
+from workloads.run.plan import (
     DataFacts,
     RunConfig,
     RunOutcome,
@@ -34,7 +34,7 @@ from workloads.plan import (
     plan_scenarios,
     spec_time_frame,
 )
-from workloads.source import keyed_table
+from workloads.run.source import keyed_table
 
 JobCallback = Callable[[Scenario, int], None]
 

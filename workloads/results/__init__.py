@@ -1,0 +1,1 @@
+"""Run folders (``results/<run-id>/``: rows.parquet + run.json) and the summaries read from them."""

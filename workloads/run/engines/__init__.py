@@ -1,0 +1,1 @@
+"""Where a run's tasks execute: inside Spark executors or in this process (one loop over both)."""
