@@ -16,11 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from workloads.report import render_diff, render_report
-from workloads.report.diff import overlap
 from workloads.report.findings import findings
 from workloads.report.fmt import DASH, TIMES, compare_phrase, connector, fmt_range, fmt_value
 from workloads.report.load import ScenarioKey, load_run
-from workloads.report.stats import Stat, pareto_front
+from workloads.report.stats import pareto_front
 
 VOID = {
     "area",
@@ -446,8 +445,10 @@ def test_pareto_front() -> None:
 
 
 def test_diff_shows_ratios_per_scenario(make_run: Callable[..., Path], tmp_path: Path) -> None:
-    a = make_run("a", run_id="run-a")
-    b = make_run("b", run_id="run-b", throughput_factor={"timer": 0.86 * 1.5})
+    # Seven repetitions a side: enough for the exact rank test to stay below alpha after
+    # adjusting for the page's many tests.
+    a = make_run("a", run_id="run-a", reps=7)
+    b = make_run("b", run_id="run-b", reps=7, throughput_factor={"timer": 0.86 * 1.5})
     out = render_diff(a, b, tmp_path / "diff.html")
     text = out.read_text(encoding="utf-8")
     doc = _parse(text)
@@ -475,15 +476,6 @@ def test_diff_shows_ratios_per_scenario(make_run: Callable[..., Path], tmp_path:
         text,
     )
     assert '<tr><th scope="row">git_commit</th>' in text
-
-
-def test_diff_does_not_colour_changes_inside_the_noise() -> None:
-    a = Stat(100.0, 90.0, 110.0, 95.0, 105.0, 3, "median of repetitions")
-    b = Stat(108.0, 100.0, 115.0, 104.0, 112.0, 3, "median of repetitions")
-    c = Stat(150.0, 140.0, 160.0, 145.0, 155.0, 3, "median of repetitions")
-    assert overlap(a, b) and not overlap(a, c)
-    single = Stat(108.0, 108.0, 108.0, 108.0, 108.0, 1, "median of repetitions")
-    assert not overlap(a, single), "without a spread there is nothing to overlap"
 
 
 SERIES = ["live_entries", "expired_present_entries", "logical_bytes", "physical_bytes"]

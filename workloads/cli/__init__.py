@@ -2,8 +2,8 @@
 
 This module only dispatches. Each command lives in its own module of this package that exposes
 ``add_parser(subparsers)``, which adds one or more subcommands and sets ``handler`` (a function
-``args -> exit code``) as a parser default: ``run`` adds ``run``; ``compare`` adds ``compare``,
-``report`` and ``diff``.
+``args -> exit code``) as a parser default: ``run`` adds ``run``; ``compare`` adds ``compare``
+and ``report``; ``diff`` adds ``diff``; ``ab`` adds ``ab``.
 
 Errors the user can fix (a bad spec, an unknown backend or strategy, ...) exit with status 2 and
 one line on stderr, without a traceback: raise :class:`CliError` or one of :data:`USAGE_ERRORS`.
@@ -35,9 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
         "keyed workloads, in-process or inside Spark executors.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    from workloads.cli import compare, run
+    from workloads.cli import ab, compare, diff, run
 
-    for module in (run, compare):
+    for module in (run, compare, diff, ab):
         module.add_parser(subparsers)
     return parser
 

@@ -1,10 +1,9 @@
-"""`statebench compare`, `statebench report RUN_DIR` and `statebench diff RUN_A RUN_B`.
+"""`statebench compare` and `statebench report RUN_DIR` (`diff` lives in ``cli/diff.py``).
 
 compare: the main job. Runs the default comparison matrix (both backends x every applicable
 cleanup strategy, on a session-churn workload and a YCSB workload, in Spark local[*]), writes
 results/<run-id>/ and renders its self-contained report.html.
 report: re-renders a run's report from its stored rows.
-diff: renders two runs (two commits, two machines) side by side with ratios.
 """
 
 from __future__ import annotations
@@ -44,12 +43,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("run_dir", metavar="RUN_DIR")
     r.add_argument("-o", "--output", default=None, help="where to write (default RUN_DIR/)")
     r.set_defaults(handler=report_command)
-
-    d = subparsers.add_parser("diff", help="render two runs side by side with ratios (B/A)")
-    d.add_argument("run_a", metavar="RUN_A")
-    d.add_argument("run_b", metavar="RUN_B")
-    d.add_argument("-o", "--output", default=None, help="where to write (default RUN_B/diff.html)")
-    d.set_defaults(handler=diff_command)
 
 
 def _run_dir(text: str) -> Path:
@@ -101,13 +94,3 @@ def report_command(args: argparse.Namespace) -> int:
                         Path(args.output) if args.output else None)
     print(out)
     return 0
-
-
-def diff_command(args: argparse.Namespace) -> int:
-    from workloads.report import render_diff
-
-    out = render_diff(_run_dir(args.run_a), _run_dir(args.run_b), args.output)
-    print(out)
-    return 0
-
-

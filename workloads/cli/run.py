@@ -128,16 +128,11 @@ def build_config(args: argparse.Namespace, checkpoint_root: str | None) -> RunCo
 
 
 def _progress(total: int, desc: str) -> tuple[Callable[[Scenario, int], None], Callable[[], None]]:
-    from tqdm import tqdm
+    """The runner's job callback and a closer: a bar with ETA, or log lines (cli/progress.py)."""
+    from workloads.cli.progress import Progress
 
-    bar = tqdm(total=total, desc=desc, unit="job", file=sys.stderr,
-               disable=not sys.stderr.isatty(), leave=False)
-
-    def step(scenario: Scenario, rep: int) -> None:
-        bar.set_postfix_str(f"{scenario.backend}/{scenario.strategy} #{rep}")
-        bar.update(1)
-
-    return step, bar.close
+    progress = Progress(total, desc)
+    return progress.step, progress.close
 
 
 def run_command(args: argparse.Namespace) -> int:

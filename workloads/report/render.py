@@ -9,10 +9,10 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from workloads.report.diff import diff_tables, environment_diff
+from workloads.report.diff import diff_page
 from workloads.report.figures import Chart, charts
 from workloads.report.findings import findings
-from workloads.report.fmt import DASH, MISSING, TIMES, fmt_value
+from workloads.report.fmt import MISSING, TIMES, fmt_value
 from workloads.report.load import Run, load_run
 from workloads.report.tables import (
     environment_table,
@@ -21,6 +21,7 @@ from workloads.report.tables import (
     summary_tables,
 )
 from workloads.report.template import chart_html, page
+from workloads.report.verdict import Side
 
 SECTION_TITLES = {
     "pareto": "Trade-off",
@@ -91,19 +92,8 @@ def render_report(run_dir: str | Path, out_path: Path | None = None) -> Path:
 
 
 def diff_html(a: Run, b: Run) -> str:
-    """The comparison page for runs ``a`` and ``b`` as a string."""
-    header = (
-        f"<h1>statebench diff — <code>{escape(a.run_id)}</code> → "
-        f"<code>{escape(b.run_id)}</code></h1><p>Ratios are B/A of each summary number "
-        "(median of repetitions, median over checkpoints, or peak over time). Green: B is "
-        "better by ≥5%; red: B is worse by ≥5%; italic: a ≥5% change inside the overlapping "
-        f"min{DASH}max ranges of the two runs (noise, not a verdict).</p>"
-    )
-    sections = [
-        ("ratios", "Summary metrics, B/A", diff_tables(a, b)),
-        ("environment", "Environment", environment_diff(a, b)),
-    ]
-    return page(f"statebench diff {a.run_id} vs {b.run_id}", header, sections, with_plotly=False)
+    """The comparison page for runs ``a`` and ``b`` as a string (see ``report/diff.py``)."""
+    return diff_page(Side.of("A", a), Side.of("B", b))
 
 
 def render_diff(run_a: str | Path, run_b: str | Path, out_path: str | Path | None = None) -> Path:

@@ -59,7 +59,9 @@ td.missing { color: #9aa1ad; text-align: center; }
 td.na, tr.na td { color: var(--muted); font-style: italic; }
 td.better { background: #e6f4ea; }
 td.worse { background: #fde8e8; }
-td.overlap { font-style: italic; color: var(--muted); }
+td.grey { color: var(--muted); }
+td.different { background: var(--warn-bg); }
+td.why { font-size: .75rem; max-width: 22rem; white-space: normal; }
 tr.changed th, tr.changed td { background: var(--warn-bg); }
 table.kv th { background: var(--bg-alt); white-space: nowrap; }
 pre { background: var(--bg-alt); border: 1px solid var(--line); padding: .7rem; overflow-x: auto;

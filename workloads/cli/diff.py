@@ -1,0 +1,106 @@
+"""``statebench diff RUN_A RUN_B``: two runs side by side, with verdicts only on evidence.
+
+Every number of A and B with the ratio B/A. Counted numbers (entries, bytes, checkpoint sizes
+under a logical clock) read "equal" or "different"; timings are coloured only when both runs
+have enough repetitions and an exact Mann-Whitney U test at ``--alpha`` rejects "no change",
+otherwise they are grey with the reason. A banner says when the two runs' machines, CPU counts,
+Spark masters or library versions differ.
+
+With ``--rerun``, both stored configurations are run again with the current code, alternately
+(A B A B ...) for ``--rounds`` rounds, and the rounds are diffed: drift on the machine hits
+both sides alike. To compare two commits, see ``statebench ab``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from workloads.cli.run import _positive
+from workloads.results.store import DEFAULT_RESULTS_DIR
+
+
+def _alpha(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
+    return value
+
+
+def add_rounds_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by ``diff --rerun`` and ``ab``."""
+    from workloads.cli.ab import DEFAULT_ROUNDS
+    from workloads.report.verdict import ALPHA
+
+    p.add_argument("--rounds", type=_positive, default=DEFAULT_ROUNDS,
+                   help=f"rounds per side, run alternately A B A B ... (default {DEFAULT_ROUNDS})")
+    p.add_argument("--repetitions", type=_positive, default=None,
+                   help="repetitions inside each round (default: as stored / 1); each round "
+                        "counts as one sample")
+    p.add_argument("--alpha", type=_alpha, default=ALPHA,
+                   help=f"significance level of the rank test (default {ALPHA})")
+    p.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR,
+                   help=f"where the ab-<time>/ session folder goes "
+                        f"(default {DEFAULT_RESULTS_DIR}/)")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    d = subparsers.add_parser(
+        "diff", help="two runs side by side with ratios (B/A) and evidence-based verdicts",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    d.add_argument("run_a", metavar="RUN_A")
+    d.add_argument("run_b", metavar="RUN_B")
+    d.add_argument("-o", "--output", default=None,
+                   help="where to write (default RUN_B/diff.html; with --rerun, the session "
+                        "folder's diff.html)")
+    d.add_argument("--rerun", action="store_true",
+                   help="re-run both configurations alternately and diff the rounds")
+    add_rounds_options(d)
+    d.set_defaults(handler=diff_command)
+
+
+def _run_dir(text: str) -> Path:
+    from workloads.cli import CliError
+
+    path = Path(text)
+    if not (path / "rows.parquet").is_file():
+        raise CliError(f"{text} is not a statebench run folder (no rows.parquet in it)")
+    return path
+
+
+def diff_command(args: argparse.Namespace) -> int:
+    from workloads.report.diff import summary_lines, write_diff_page
+    from workloads.report.load import load_run
+    from workloads.report.verdict import Side
+
+    run_a, run_b = _run_dir(args.run_a), _run_dir(args.run_b)
+    if args.rerun:
+        return _rerun(run_a, run_b, args)
+    a, b = Side.of("A", load_run(run_a)), Side.of("B", load_run(run_b))
+    out = write_diff_page(a, b, args.output or run_b / "diff.html", args.alpha)
+    for line in summary_lines(a, b, ("records_per_s", "job_records_per_s"), args.alpha):
+        print(line)
+    print(out)
+    return 0
+
+
+def _rerun(run_a: Path, run_b: Path, args: argparse.Namespace) -> int:
+    import shutil
+
+    from workloads.cli.ab import invocation_from_run, run_session, session_dir
+
+    root = session_dir(args.results_dir)
+    with tempfile.TemporaryDirectory(prefix="statebench-rerun-") as tmp:
+        a = invocation_from_run(run_a, "A", Path(tmp), args.repetitions)
+        b = invocation_from_run(run_b, "B", Path(tmp), args.repetitions)
+        out = run_session(a, b, args.rounds, root, args.alpha,
+                          extra={"rerun_of": {"A": str(run_a), "B": str(run_b)}})
+    if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(out, args.output)
+        print(f"copied:  {args.output}")
+    return 0

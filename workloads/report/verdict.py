@@ -1,0 +1,330 @@
+"""What a diff may conclude about one metric of one scenario: a verdict only on evidence.
+
+Two kinds of numbers need two kinds of comparison:
+
+* **Exact** numbers are counted, not timed: entries, counts, logical bytes, checkpoint sizes and
+  cleanup lags (in logical ms). Under a logical clock (EventTime) the same seed and
+  configuration give the same numbers, so A and B are simply "equal" or "different", with the
+  difference shown: no test, no noise. They stop being exact under ProcessingTime (the clock
+  follows the wall), and RocksDB's physical bytes never are (background flushes and compactions
+  decide the file sizes).
+* **Sampled** numbers (throughput, latency, durations, and every number that is not exact)
+  vary from run to run. Their ratio B/A is coloured only when both sides have at least
+  :data:`MIN_SAMPLES` samples and an exact Mann-Whitney U test rejects "no change" at
+  :data:`ALPHA`, the bootstrap interval of the ratio of medians excludes 1, and the change is at
+  least :data:`NOTICEABLE`. A page tests many metrics at once, so p is also adjusted for their
+  number (Benjamini-Hochberg, :func:`adjusted`). Anything less is shown grey with the reason.
+
+A *side* of a diff is one run folder, or the rounds of an interleaved A/B session. With one run,
+the samples of a summary metric are its repetitions; a checkpoint median or a peak over time is
+one number per run (checkpoints and samples over time are not repetitions). With several runs,
+each run contributes its headline number, so rounds, not repetitions inside one process, are the
+unit of evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from workloads.report.fmt import DASH, TIMES, fmt_value
+from workloads.report.load import Run, Samples, ScenarioKey
+from workloads.report.metrics import CATALOGUE, spec_for
+from workloads.report.significance import (
+    mann_whitney,
+    paired_ratio_ci,
+    ratio_of_medians_ci,
+    signed_rank,
+    smallest_p,
+    smallest_paired_p,
+)
+from workloads.report.stats import Stat, summarize
+
+ALPHA = 0.05
+MIN_SAMPLES = 3
+NOTICEABLE = 0.05
+CI_LEVEL = 0.95
+
+#: Catalogue units that are counted under the logical clock.
+EXACT_UNITS = frozenset({"entries", "count", "records", "bytes"})
+#: Cleanup lag is measured in logical milliseconds (expiry time to removal time), not wall time.
+LOGICAL_MS_PREFIX = "cleanup_lag_"
+#: Sizes of files on disk: depend on when background flushes/compactions ran.
+FILE_SIZE_METRICS = frozenset({"physical_bytes"})
+#: The clock that makes counted numbers reproducible.
+LOGICAL_CLOCK = "EventTime"
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: a label and one or more runs of the same configuration.
+
+    ``interleaved``: the runs are rounds of an A/B session in the order they were taken, so
+    the i-th run of A and the i-th run of B ran back to back and are compared as a pair.
+    """
+
+    label: str
+    runs: tuple[Run, ...]
+    interleaved: bool = False
+    #: What ran, for the page's title ("HEAD~1 (8fd9dbe8ad77)"); the run id if empty.
+    source: str = ""
+
+    @classmethod
+    def of(cls, label: str, runs: Run | Sequence[Run], interleaved: bool = False,
+           source: str = "") -> Side:
+        items = (runs,) if isinstance(runs, Run) else tuple(runs)
+        if not items:
+            raise ValueError(f"side {label} has no runs")
+        return cls(label, items, interleaved, source)
+
+    @property
+    def first(self) -> Run:
+        return self.runs[0]
+
+    def samples(self, key: ScenarioKey, metric: str) -> list[Samples]:
+        """The metric's samples in each run that recorded it."""
+        found = [run.get(key, metric) for run in self.runs]
+        return [s for s in found if s is not None]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How a diff shows one ratio: ``css`` is the colour, ``note`` says why."""
+
+    ratio: float | None
+    css: str  # better | worse | grey | equal | different | "" (nothing to compare)
+    note: str
+    kind: str  # "exact" or "sampled"
+    p: float | None = None
+    ci: tuple[float, float] | None = None
+    q: float | None = None  # p adjusted for the number of tests on the page
+
+    @property
+    def coloured(self) -> bool:
+        """True when the diff claims B is better or worse than A."""
+        return self.css in ("better", "worse")
+
+
+def time_characteristic(run: Run, workload: str) -> str:
+    """The workload's TTL time characteristic from run.json ("unknown" if not recorded).
+
+    A `run` folder stores one spec, a `compare` folder a list; the parser's default is
+    ProcessingTime, so a spec without the field is ProcessingTime.
+    """
+    specs = run.meta.get("spec")
+    items = specs if isinstance(specs, list) else [specs]
+    for spec in items:
+        if isinstance(spec, dict) and spec.get("name") == workload:
+            state = spec.get("state") if isinstance(spec.get("state"), dict) else {}
+            return str(state.get("time_characteristic", "ProcessingTime"))
+    return "unknown"
+
+
+def exact_reason(metric: str, key: ScenarioKey, clocks: set[str]) -> str | None:
+    """None when ``metric`` in ``key`` is an exact number under ``clocks``; else why it is not."""
+    spec = CATALOGUE.get(metric)
+    if spec is None:
+        return "not in the metric catalogue"
+    if spec.unit not in EXACT_UNITS and not metric.startswith(LOGICAL_MS_PREFIX):
+        return "timed"
+    if clocks != {LOGICAL_CLOCK}:
+        shown = "/".join(sorted(clocks))
+        return f"{shown} clock: counts depend on wall time"
+    if metric in FILE_SIZE_METRICS and "rocksdb" in key.backend:
+        return "file sizes depend on background flushes and compactions"
+    return None
+
+
+def _values(samples: Samples) -> np.ndarray:
+    return samples.values[np.isfinite(samples.values)]
+
+
+def side_values(side: Side, key: ScenarioKey, metric: str) -> np.ndarray:
+    """The independent samples of a sampled metric on one side (see the module docstring)."""
+    found = side.samples(key, metric)
+    if len(side.runs) == 1 and found and found[0].kind == "summary":
+        return _values(found[0])
+    stats = [summarize(s) for s in found]
+    return np.array([s.center for s in stats if s is not None], dtype=np.float64)
+
+
+def side_stat(side: Side, key: ScenarioKey, metric: str) -> Stat | None:
+    """The number shown for a side: the run's Stat, or a Stat over the rounds' headlines."""
+    found = side.samples(key, metric)
+    if not found:
+        return None
+    if len(side.runs) == 1:
+        return summarize(found[0])
+    values = side_values(side, key, metric)
+    if values.size == 0:
+        return None
+    q1, q3 = (float(x) for x in np.percentile(values, [25, 75]))
+    first = summarize(found[0])
+    basis = f"median of {values.size} rounds, each the {first.basis if first else 'value'}"
+    return Stat(float(np.median(values)), float(values.min()), float(values.max()), q1, q3,
+                int(values.size), basis)
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return None if a == 0 else b / a
+
+
+def _same(samples: list[Samples]) -> bool:
+    first = samples[0].values
+    return all(s.values.shape == first.shape and np.array_equal(s.values, first)
+               for s in samples[1:])
+
+
+def _exact(metric: str, unit: str, a: list[Samples], b: list[Samples]) -> Verdict:
+    sa, sb = summarize(a[0]), summarize(b[0])
+    if sa is None or sb is None:
+        return Verdict(None, "", "no finite values", "exact")
+    r = _ratio(sa.center, sb.center)
+    if a[0].values.shape == b[0].values.shape and np.array_equal(a[0].values, b[0].values):
+        return Verdict(r, "equal", "equal (exact)", "exact")
+    delta = sb.center - sa.center
+    if delta == 0:
+        differing = int(np.sum(a[0].values != b[0].values)) if a[0].values.shape == \
+            b[0].values.shape else -1
+        detail = (f"{differing} of {a[0].values.size} samples differ" if differing >= 0
+                  else f"{a[0].values.size} vs {b[0].values.size} samples")
+        return Verdict(r, "different", f"different: same {sa.basis}, {detail}", "exact")
+    sign = "+" if delta > 0 else "-"
+    pct = f" ({sign}{abs(delta) / abs(sa.center) * 100:.1f}%)" if sa.center else ""
+    return Verdict(r, "different",
+                   f"different: {sign}{fmt_value(abs(delta), unit)}{pct}", "exact")
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """The samples behind a sampled verdict, tested once: ratio, p-value and interval.
+
+    Unpaired samples (repetitions of two runs) get the rank-sum test and the ratio of medians;
+    paired ones (interleaved rounds, A and B of a round back to back) get the signed-rank test
+    and the median per-round ratio, in which the machine's drift over the session cancels.
+    """
+
+    metric: str
+    a: np.ndarray
+    b: np.ndarray
+    caveat: str
+    ratio: float | None
+    p: float | None = None
+    ci: tuple[float, float] | None = None
+    min_p: float = 1.0
+
+    @classmethod
+    def of(cls, metric: str, a: np.ndarray, b: np.ndarray, caveat: str,
+           paired: bool) -> _Evidence:
+        paired = paired and a.size == b.size and bool(np.all(a > 0))
+        if a.size == 0 or b.size == 0:
+            return cls(metric, a, b, caveat, None)
+        if paired:
+            ratio: float | None = float(np.median(b / a))
+        else:
+            ratio = _ratio(float(np.median(a)), float(np.median(b)))
+        if min(a.size, b.size) < MIN_SAMPLES:
+            return cls(metric, a, b, caveat, ratio)
+        if paired:
+            return cls(metric, a, b, caveat, ratio, signed_rank(a, b).p,
+                       paired_ratio_ci(a, b, level=CI_LEVEL), smallest_paired_p(a.size))
+        return cls(metric, a, b, caveat, ratio, mann_whitney(a, b).p,
+                   ratio_of_medians_ci(a, b, level=CI_LEVEL), smallest_p(a.size, b.size))
+
+
+def adjusted(p_values: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (q-values), in the input order.
+
+    A diff page runs one test per scenario and timed metric, often a hundred or more; at
+    alpha = 0.05 each, two runs of identical code would light up about five of them. Comparing
+    q instead of p keeps the chance that such a page colours anything at all at alpha (all
+    nulls true), while a real change that moves several metrics still gets through.
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    q = [1.0] * m
+    running = 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, p_values[i] * m / rank)
+        q[i] = min(1.0, running)
+    return q
+
+
+def _decide(e: _Evidence, alpha: float, q: float | None, tests: int) -> Verdict:
+    """The verdict from tested evidence; ``q`` is p adjusted for the ``tests`` on the page."""
+    a, b, r = e.a, e.b, e.ratio
+    if a.size == 0 or b.size == 0:
+        return Verdict(None, "", "no finite values", "sampled")
+    prefix = f"{e.caveat}; " if e.caveat else ""
+    if e.p is None:
+        why = "n=1: no spread" if min(a.size, b.size) == 1 else (
+            f"n={a.size} vs {b.size}: fewer than {MIN_SAMPLES} per side")
+        return Verdict(r, "grey", prefix + why, "sampled")
+    interval = f" · {CI_LEVEL:.0%} CI {e.ci[0]:.2f}{DASH}{e.ci[1]:.2f}{TIMES}" if e.ci else ""
+    q = e.p if q is None else q
+    family = f", q={q:.2g} over {tests} tests" if tests > 1 else ""
+    stated = f"p={e.p:.2g}{family}{interval}"
+    verdict = partial(Verdict, r, "grey", kind="sampled", p=e.p, ci=e.ci, q=q)
+    if e.min_p >= alpha:
+        return verdict(f"{prefix}n={a.size} vs {b.size}: the exact test cannot reach "
+                       f"p<{alpha:g} (smallest p={e.min_p:.2g})")
+    if e.p >= alpha:
+        return verdict(f"{prefix}not significant, {stated}")
+    if q >= alpha:
+        return verdict(f"{prefix}not significant across the page's tests, {stated}")
+    if e.ci is not None and e.ci[0] <= 1 <= e.ci[1]:
+        return verdict(f"{prefix}interval includes 1, {stated}")
+    if r is None or abs(r - 1) < NOTICEABLE:
+        return verdict(f"{prefix}significant but under {NOTICEABLE:.0%}, {stated}")
+    better = spec_for(e.metric).better
+    if e.caveat or better == 0:
+        return verdict(f"{prefix}changed, {stated}")
+    css = "better" if (r > 1) == (better > 0) else "worse"
+    return Verdict(r, css, f"{css}, {stated}", "sampled", e.p, e.ci, q)
+
+
+def _assess(a: Side, b: Side, key: ScenarioKey, metric: str, caveat: str, paired: bool
+            ) -> Verdict | _Evidence:
+    """An exact (or missing) metric's final verdict, or a sampled metric's tested evidence."""
+    sa, sb = a.samples(key, metric), b.samples(key, metric)
+    if not sa or not sb:
+        missing = " and ".join(s.label for s, found in ((a, sa), (b, sb)) if not found)
+        return Verdict(None, "", f"not measured in {missing}", "exact")
+    clocks = {time_characteristic(r, key.workload) for r in (*a.runs, *b.runs)}
+    if exact_reason(metric, key, clocks) is None:
+        if _same(sa) and _same(sb):
+            return _exact(metric, sa[0].unit or spec_for(metric).unit, sa, sb)
+        unstable = " and ".join(s.label for s, x in ((a, sa), (b, sb)) if not _same(x))
+        caveat = ", ".join(c for c in (caveat, f"not reproducible across {unstable}'s runs")
+                           if c)
+    return _Evidence.of(metric, side_values(a, key, metric), side_values(b, key, metric),
+                        caveat, paired)
+
+
+def judge_all(a: Side, b: Side, items: Sequence[tuple[ScenarioKey, str]], *,
+              alpha: float = ALPHA, caveat: str = "") -> dict[tuple[ScenarioKey, str], Verdict]:
+    """Verdicts for every (scenario, metric) of a page, tested as one family (see
+    :func:`adjusted`).
+
+    ``caveat`` (e.g. "environments differ") keeps sampled ratios grey whatever the test says:
+    the numbers are shown, the verdict is withheld. Exact numbers are compared regardless.
+    Interleaved sides are compared round by round (see :class:`_Evidence`).
+    """
+    paired = a.interleaved and b.interleaved and len(a.runs) == len(b.runs)
+    assessed = {item: _assess(a, b, item[0], item[1], caveat, paired) for item in items}
+    tested = [i for i, e in assessed.items() if isinstance(e, _Evidence) and e.p is not None]
+    q = dict(zip(tested, adjusted([assessed[i].p for i in tested])))  # type: ignore[union-attr]
+    return {
+        item: e if isinstance(e, Verdict) else _decide(e, alpha, q.get(item), len(tested))
+        for item, e in assessed.items()
+    }
+
+
+def judge(a: Side, b: Side, key: ScenarioKey, metric: str, *, alpha: float = ALPHA,
+          caveat: str = "") -> Verdict:
+    """The verdict for one metric of one scenario, tested on its own (a family of one)."""
+    return judge_all(a, b, [(key, metric)], alpha=alpha, caveat=caveat)[(key, metric)]
