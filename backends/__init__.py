@@ -19,12 +19,18 @@ from backends.descriptors import (
     StateDescriptor,
     ValueStateDescriptor,
 )
-from backends.errors import CorruptSnapshotError, NoCurrentKeyError, StateMigrationError
+from backends.errors import (
+    CorruptSnapshotError,
+    NoCurrentKeyError,
+    SnapshotNotFoundError,
+    StateMigrationError,
+)
 from backends.functions import AggregateFunction, ReduceFunction
 from backends.heap_backend import HeapKeyedStateBackend
 from backends.keyed_backend import KeyedStateBackend
 from backends.keygroups import KeyGroupRange
 from backends.rocksdb_backend import RocksDBKeyedStateBackend
+from backends.rocksdb_options import RocksDBOptions
 from backends.snapshot import (
     BroadcastState,
     MigrationStats,
@@ -36,6 +42,7 @@ from backends.snapshot import (
     latest_checkpoint,
     list_checkpoints,
 )
+from backends.snapshot.reader import restore
 from backends.strategies import CleanupStrategy, parse_strategy
 from backends.ttl_config import StateTtlConfig
 from backends.types import Types
@@ -47,10 +54,15 @@ def create_backend(kind: str, clock: Any = None, **options: Any) -> KeyedStateBa
     """A new, empty keyed state backend: "heap" (dicts) or "rocksdb" (rocksdict, `path=`).
 
     Options: max_parallelism (default 128), key_group_range (a KeyGroupRange, default all);
-    rocksdb also path (created when missing; a temporary folder if omitted) and disable_wal.
+    rocksdb also path (created when missing; a temporary folder if omitted), disable_wal and
+    rocksdb_options (a mapping or RocksDBOptions: write_buffer_size, max_write_buffer_number,
+    target_file_size_base, level0_file_num_compaction_trigger, block_cache_size, compression,
+    periodic_compaction_ms, statistics, state_layout; see backends/rocksdb_options.py). The heap
+    backend ignores path and rocksdb_options, so one set of options can create either kind.
     """
     if kind == "heap":
         options.pop("path", None)
+        options.pop("rocksdb_options", None)
         return HeapKeyedStateBackend(clock=clock, **options)
     if kind == "rocksdb":
         return RocksDBKeyedStateBackend(clock=clock, **options)
@@ -75,8 +87,6 @@ def restore_backend(
         raise ValueError(
             f"unknown backend kind '{kind}'; expected one of {', '.join(BACKEND_KINDS)}"
         )
-    from backends.snapshot.reader import restore
-
     if isinstance(snapshots, str | Path) or hasattr(snapshots, "__fspath__"):
         snapshots = [snapshots]
     restore_options = {k: options.pop(k) for k in ("descriptors", "operator_index", "parallelism")
@@ -112,8 +122,10 @@ __all__ = [
     "ReducingStateDescriptor",
     "RestoreStats",
     "RocksDBKeyedStateBackend",
+    "RocksDBOptions",
     "ScaledClock",
     "SnapshotHandle",
+    "SnapshotNotFoundError",
     "SnapshotStats",
     "StateDescriptor",
     "StateMigrationError",

@@ -24,3 +24,10 @@ class StateMigrationError(Exception):
 
 class CorruptSnapshotError(ValueError):
     """A snapshot file is truncated, has a bad checksum or does not parse; names the file."""
+
+
+class SnapshotNotFoundError(CorruptSnapshotError, FileNotFoundError):
+    """A snapshot folder is gone (deleted by checkpoint retention, or a wrong path).
+
+    A CorruptSnapshotError, so one `except` catches every unusable snapshot; also a
+    FileNotFoundError, as it was before it had a type of its own."""

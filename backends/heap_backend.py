@@ -72,9 +72,21 @@ class HeapKeyedStateBackend(KeyedStateBackend):
             if incremental.run_cleanup_for_every_record:
                 self._hook(desc.name, cleaner.step)
         if strategies.is_explicit_compact_filter():
-            self._note_not_applicable(
+            self.note_not_applicable(
                 desc.name, "compaction_filter: the heap backend has no compactions"
             )
+
+    def resolve_restored(self, desc: d.StateDescriptor) -> None:
+        """Heap: a restore has deserialized every entry anyway, so a restored state is
+        migrated (if its spec differs) and registered now rather than on first access."""
+        super().resolve_restored(desc)
+        raw = self._raw.get(desc.name)
+        if raw is None:
+            return
+        spec = self._spec_for(desc)
+        if raw.spec != spec:
+            self._raw[desc.name] = self._measured_migrate(raw, spec, "restore")
+        self._register(desc, desc.kind)
 
     def physical_bytes(self) -> int:
         """In-memory footprint of every state: the bytes of the Python objects held, each

@@ -10,19 +10,25 @@ its entries; an incompatible type raises StateMigrationError.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from backends import descriptors as d
 from backends.cleanup.counters import CleanupCounters
 from backends.cleanup.timers import ExpiryIndex
 from backends.clocks import EventTimeClock, SystemClock
+from backends.errors import StateMigrationError
 from backends.keygroups import (
     DEFAULT_MAX_PARALLELISM,
     KeyGroupRange,
     check_max_parallelism,
     key_group_for,
 )
+from backends.schema import resolve_compatibility
+from backends.snapshot.migration import measure_migration
+from backends.snapshot.operator_state import OperatorStateBackend, OperatorStateData
+from backends.snapshot.writer import take_snapshot
 from backends.state import plain
 from backends.storage.spec import RawStateSpec
 from backends.ttl import states as ttl_states
@@ -192,11 +198,11 @@ class KeyedStateBackend:
         self._drop_raw(old)
         return new
 
-    def _measured_migrate(self, old: Any, spec: RawStateSpec) -> Any:
-        """_migrate, timed and sized into migration_stats (lazy migration at registration)."""
-        from backends.snapshot.migration import measure_migration
-
-        return measure_migration(self, old, spec, self._migrate, "registration")
+    def _measured_migrate(self, old: Any, spec: RawStateSpec, phase: str = "registration"
+                          ) -> Any:
+        """_migrate, timed and sized into migration_stats (lazily at registration, or eagerly
+        at restore)."""
+        return measure_migration(self, old, spec, self._migrate, phase)
 
     def _resolve_migration(self, old: RawStateSpec, new: RawStateSpec) -> Callable[[Any], Any]:
         """How stored containers of `old` become containers of `new`; raises if incompatible."""
@@ -243,8 +249,11 @@ class KeyedStateBackend:
             self._install_timer_check()
         self.not_applicable.pop(name, None)
 
-    def _note_not_applicable(self, name: str, reason: str) -> None:
-        self.not_applicable.setdefault(name, []).append(reason)
+    def note_not_applicable(self, name: str, reason: str) -> None:
+        """Record that a cleanup state `name` asked for does not apply here (and why)."""
+        reasons = self.not_applicable.setdefault(name, [])
+        if reason not in reasons:
+            reasons.append(reason)
 
     # ----------------------------------------------------------------- inspection
     def registered_state_names(self) -> list[str]:
@@ -275,8 +284,6 @@ class KeyedStateBackend:
 
     # ----------------------------------------------------------------- snapshots
     def snapshot(self, checkpoint_id: int, target: Any, mode: str = "full", **options: Any) -> Any:
-        from backends.snapshot.writer import take_snapshot
-
         self._check_open()
         return take_snapshot(self, checkpoint_id, target, mode=mode, **options)
 
@@ -284,10 +291,65 @@ class KeyedStateBackend:
         """This task's operator state (list, union list and broadcast state), snapshotted and
         restored with the keyed state; see backends/snapshot/operator_state.py."""
         if self._operator_state is None:
-            from backends.snapshot.operator_state import OperatorStateBackend
-
             self._operator_state = OperatorStateBackend()
         return self._operator_state
+
+    # ------------------------------------------------- the interface snapshots and restores use
+    # backends/snapshot reads and fills a backend only through these methods (and raw states'
+    # own public methods), so how a backend keeps its states stays its own business.
+    def raw_states(self) -> list[tuple[str, Any]]:
+        """(name, raw state) of every state, by name; `raw.spec` says how it is stored."""
+        return sorted(self._raw.items())
+
+    def operator_state_data(self) -> list[OperatorStateData]:
+        """What a snapshot writes of the operator state (nothing if it was never used)."""
+        return [] if self._operator_state is None else self._operator_state.snapshot_data()
+
+    def load_restored(self, spec: RawStateSpec, entries: Iterable[tuple[int, Any, Any]]
+                      ) -> int:
+        """Install restored (key group, key, container) entries of a state written with
+        `spec`, creating its raw state on first use; returns the keys loaded."""
+        load = self._restored_raw(spec).load
+        keys = 0
+        for kg, key, container in entries:
+            load(kg, key, container)
+            keys += 1
+        return keys
+
+    def copy_restored(self, source: Any, key_groups: Iterable[int]) -> int:
+        """Copy the `key_groups` of another store's raw state `source` (a RocksDB checkpoint
+        opened for restore) into this backend; returns the keys copied."""
+        return self.load_restored(source.spec, source.iter_entries(key_groups))
+
+    def resolve_restored(self, desc: d.StateDescriptor) -> None:
+        """Check now that restored state `desc.name` can be read as `desc` (raises
+        StateMigrationError if not); the heap backend also migrates and registers it now."""
+        raw = self._raw.get(desc.name)
+        if raw is None:
+            return
+        if raw.spec.kind != desc.kind:
+            raise StateMigrationError(
+                f"state '{desc.name}' holds {raw.spec.kind} state and cannot be registered as "
+                f"{desc.kind} state")
+        resolve_compatibility(raw.spec, self._spec_for(desc))
+
+    def _restored_raw(self, spec: RawStateSpec) -> Any:
+        spec = self._placement(spec)
+        raw = self._raw.get(spec.name)
+        if raw is None:
+            raw = self._raw[spec.name] = self._create_raw(spec)
+        elif raw.spec != spec:
+            raise ValueError(
+                f"state '{spec.name}' differs between the snapshots being restored "
+                f"({raw.spec} vs {spec})")
+        return raw
+
+    def _placement(self, spec: RawStateSpec) -> RawStateSpec:
+        """A restored spec as this backend stores it: only RocksDB keeps states in native-TTL
+        DBs of their own (rocksdb_backend.py)."""
+        if spec.native_ttl_ms is None:
+            return spec
+        return replace(spec, native_ttl_ms=None, native_ttl_speedup=1.0)
 
     # ----------------------------------------------------------------- lifecycle
     def compact(self) -> None:

@@ -2,44 +2,46 @@
 
 One DB per backend instance under `path`, one column family per state; a state with the
 compaction-filter cleanup gets a DB of its own in RocksDB's TTL mode (see
-cleanup/compaction_filter.py). The write-ahead log is off by default, as Flink runs RocksDB:
-checkpoints are the durability, and the WAL costs ~15-25% of put throughput here (README).
+cleanup/compaction_filter.py), and with `rocksdb_options={"state_layout": "ttl_db"}` every state
+does. The same `rocksdb_options` tune every DB and column family alike (rocksdb_options.py), and
+`rocksdb_stats()` reads back what RocksDB did (flushes, compactions, SST files). The write-ahead
+log is off by default, as Flink runs RocksDB: checkpoints are the durability, and the WAL costs
+~15-25% of put throughput here (README).
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import rocksdict
 
 from backends import descriptors as d
-from backends.cleanup.compaction_filter import (
-    PeriodicCompaction,
-    dropped_by_filter,
-    native_ttl_seconds,
-)
+from backends.cleanup.compaction_filter import PeriodicCompaction, dropped_by_filter
 from backends.keyed_backend import KEY_CACHE_LIMIT, KeyedStateBackend
 from backends.keygroups import check_key, key_group_prefix, serialize_key
-from backends.storage.rocksdb import ROCKS_RAW_BY_SHAPE
+from backends.rocksdb_dbs import (
+    MAIN_DB,
+    TTL_DB_PREFIX,
+    CheckpointLayout,
+    LocalCheckpoint,
+    StatePlacement,
+    db_options,
+    open_main_db,
+    open_ttl_db,
+    staged_db_folder,
+    ttl_db_folder_name,
+)
+from backends.rocksdb_options import TTL_DB, RocksDBOptions, summed_statistics
+from backends.storage.rocksdb import ROCKS_RAW_BY_SHAPE, key_prefix_length
 from backends.storage.spec import RawStateSpec
 from backends.ttl.context import TtlContext
 from backends.ttl_config import StateTtlConfig
-
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
-
-
-def _db_options(statistics: bool = False) -> rocksdict.Options:
-    opts = rocksdict.Options(raw_mode=True)
-    opts.create_if_missing(True)
-    opts.set_max_background_jobs(2)
-    if statistics:
-        opts.enable_statistics()
-    return opts
 
 
 class RocksDBKeyedStateBackend(KeyedStateBackend):
@@ -54,8 +56,11 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         path: str | Path | None = None,
         disable_wal: bool = True,
         key_group_range: Any = None,
+        rocksdb_options: RocksDBOptions | dict[str, Any] | None = None,
     ) -> None:
         super().__init__(clock, max_parallelism, key_group_range)
+        self.rocksdb_options = RocksDBOptions.of(rocksdb_options)
+        self._cache = self.rocksdb_options.new_cache()
         self._tmp = None
         if path is None:
             self._tmp = tempfile.mkdtemp(prefix="statebench-rocksdb-")
@@ -71,7 +76,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
                 f"RocksDB path {self.db_path} already holds a database; use restore_backend to "
                 "open state from a snapshot, or give an empty path"
             )
-        self._options = _db_options()
+        self._options = self._db_options(self.rocksdb_options.statistics)
         self.db = rocksdict.Rdict(str(self.db_path), self._options)
         self.db.set_write_options(self._write_options)
         self._cf_names: dict[int, str] = {}
@@ -80,6 +85,15 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._cur_prefix: bytes | None = None
         self._prefix_cache: dict = {}
         self._make_key_selector()
+        period = self.rocksdb_options.periodic_compaction_ms
+        if period is not None:  # rocksdict has no periodic_compaction_seconds: statebench runs it
+            every_db = SimpleNamespace(compact_range=self._compact_every_db)
+            speedup = float(getattr(self.clock, "speedup", 1.0))
+            self._record_hooks.append(PeriodicCompaction(every_db, period, speedup))
+
+    def _db_options(self, statistics: bool = False) -> rocksdict.Options:
+        """Options of a DB or column family of this backend: its tuning and block cache."""
+        return db_options(statistics, self.rocksdb_options, self._cache)
 
     # ----------------------------------------------------------------- keys
     def _make_key_selector(self) -> None:
@@ -117,17 +131,12 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._prefix_cache[key] = prefix
         return prefix
 
-    @property
-    def _cur_kg(self) -> int | None:
-        p = self._cur_prefix
-        return None if p is None else int.from_bytes(p[:2], "big")
-
     # ----------------------------------------------------------------- raw states
     def _spec_for(self, desc: d.StateDescriptor) -> RawStateSpec:
         spec = super()._spec_for(desc)
         cfg = desc.ttl_config
         if not desc.ttl_enabled or cfg is None:
-            return spec
+            return self._in_layout(spec)
         strategy = cfg.get_cleanup_strategies().get_rocksdb_compact_filter_cleanup_strategy()
         processing = (
             cfg.get_ttl_time_characteristic()
@@ -139,26 +148,26 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
                 native_ttl_ms=cfg.get_ttl(),
                 native_ttl_speedup=float(getattr(self.clock, "speedup", 1.0)),
             )
-        return spec
+        return self._in_layout(spec)
+
+    def _in_layout(self, spec: RawStateSpec) -> RawStateSpec:
+        """A state without a compaction filter: a column family, or in the `ttl_db` layout a
+        TTL DB of its own whose TTL (0) never expires."""
+        native = 0 if self.rocksdb_options.state_layout == TTL_DB else None
+        if spec.native_ttl_ms == native and spec.native_ttl_speedup == 1.0:
+            return spec
+        return replace(spec, native_ttl_ms=native, native_ttl_speedup=1.0)
 
     def _create_raw(self, spec: RawStateSpec, replacing: Any = None) -> Any:
         self._generation += 1
         suffix = "" if replacing is None else f"~{self._generation}"
         cls = ROCKS_RAW_BY_SHAPE[spec.shape]
         if spec.native_ttl_ms is not None:
-            seconds = native_ttl_seconds(spec.native_ttl_ms, spec.native_ttl_speedup)
-            directory = self.path / "ttl" / f"{_SAFE.sub('_', spec.name)}-{self._generation}"
+            directory = self.path / "ttl" / ttl_db_folder_name(spec.name, self._generation)
             directory.mkdir(parents=True, exist_ok=True)
-            options = _db_options(statistics=True)
-            db = rocksdict.Rdict(
-                str(directory), options, access_type=rocksdict.AccessType.with_ttl(seconds)
-            )
-            db.set_write_options(self._write_options)
-            raw = cls(self, spec, db)
-            self._native[id(raw)] = (db, options, directory)
-            return raw
+            return self._open_native(spec, directory)
         cf_name = spec.name + suffix
-        db = self.db.create_column_family(cf_name, _db_options())
+        db = self.db.create_column_family(cf_name, self._db_options())
         db.set_write_options(self._write_options)
         raw = cls(self, spec, db)
         self._cf_names[id(raw)] = cf_name
@@ -175,11 +184,18 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         if cf_name is not None:
             self.db.drop_column_family(cf_name)
 
-    def column_family_name(self, raw: Any) -> str | None:
-        return self._cf_names.get(id(raw))
+    def _open_native(self, spec: RawStateSpec, directory: Path) -> Any:
+        """Open a state's native-TTL DB in `directory` and register its raw state's handle.
+        A compaction filter's DB always has statistics: they count what the filter dropped."""
+        options = self._db_options(bool(spec.native_ttl_ms) or self.rocksdb_options.statistics)
+        db = open_ttl_db(directory, spec, options)
+        db.set_write_options(self._write_options)
+        raw = ROCKS_RAW_BY_SHAPE[spec.shape](self, spec, db)
+        self._native[id(raw)] = (db, options, directory)
+        return raw
 
     def native_ttl_db(self, name: str) -> Any:
-        """The TTL-mode DB of a compaction-filter state, or None."""
+        """The TTL-mode DB of a state (compaction filter, or the `ttl_db` layout), or None."""
         native = self._native.get(id(self.raw_state(name)))
         return None if native is None else native[0]
 
@@ -188,7 +204,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
     ) -> None:
         strategies = ctx.config.get_cleanup_strategies()
         if strategies.is_explicit_incremental():
-            self._note_not_applicable(
+            self.note_not_applicable(
                 desc.name,
                 "incremental: RocksDB has no in-memory entry iterator (Flink skips it silently)",
             )
@@ -207,14 +223,17 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
     def cleanup_counts(self) -> dict[str, dict[str, int | float]]:
         for name, raw in self._raw.items():
             native = self._native.get(id(raw))
-            if native is not None:
+            if native is not None and raw.spec.native_ttl_ms:
                 self.counters(name).compaction_filter = dropped_by_filter(native[1])
         return super().cleanup_counts()
 
     # ----------------------------------------------------------------- sizes
     def _handles(self) -> list[Any]:
+        """The main DB, every state's column family and every native-TTL DB. The states' own
+        handles are used: a column-family handle fetched anew (`get_column_family`) flushes
+        its memtable when it is garbage-collected, so asking for sizes would cause flushes."""
         handles = [self.db]
-        handles += [self.db.get_column_family(n) for n in self._cf_names.values()]
+        handles += [raw.db for raw in self._raw.values() if id(raw) in self._cf_names]
         handles += [db for db, _, _ in self._native.values()]
         return handles
 
@@ -226,28 +245,70 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
                 total += h.property_int_value(prop) or 0
         return total
 
-    # ----------------------------------------------------------------- restore from checkpoints
-    def adopt_checkpoint_db(
-        self,
-        staged: Path,
-        column_families: dict[str, RawStateSpec],
-        native: dict[str, tuple[RawStateSpec, Path]] | None = None,
-    ) -> None:
-        """Replace this still-empty backend's DB by a restored RocksDB checkpoint.
+    def rocksdb_stats(self) -> dict[str, int | float | bool | None]:
+        """What RocksDB did and holds, summed over every column family and native-TTL DB.
 
-        Used by backends/snapshot/incremental.py. `staged` holds the checkpoint's verified files;
-        it is moved into place and opened with `column_families` (column family name -> the spec
-        its state was written with). `native` maps a state name to (spec, staged folder) for
-        states that lived in a native-TTL DB of their own (compaction-filter cleanup)."""
+        From properties: `sst_files` and `sst_bytes` (live SST files), `memtable_bytes`. From
+        RocksDB statistics (None when `statistics` is off): `flushes`, `compactions`,
+        `flush_bytes_written`, `compaction_bytes_read`, `compaction_bytes_written`,
+        `compaction_keys_dropped` (by the compaction filter) and `write_amplification`, RocksDB's
+        own "Sum" definition: bytes written by flushes and compactions / bytes flushed."""
+        self._check_open()
+        dbs = [(self.db, self._options)] + [(db, opts) for db, opts, _ in self._native.values()]
+        files = [f for db, _ in dbs for f in db.live_files()]
+        memtables = sum(h.property_int_value("rocksdb.cur-size-all-mem-tables") or 0
+                        for h in self._handles())
+        out: dict[str, int | float | bool | None] = {
+            "sst_files": len(files), "sst_bytes": sum(f["size"] for f in files),
+            "memtable_bytes": memtables, "statistics": self.rocksdb_options.statistics}
+        counted = summed_statistics([opts.get_statistics() or "" for _, opts in dbs])
+        if not self.rocksdb_options.statistics:
+            out.update(dict.fromkeys(counted), write_amplification=None)
+            return out
+        out.update(counted)
+        flushed = counted["flush_bytes_written"]
+        written = flushed + counted["compaction_bytes_written"]
+        out["write_amplification"] = written / flushed if flushed else None
+        return out
+
+    # ----------------------------------------------------------------- checkpoints and restore
+    def create_checkpoint(self, folder: Path) -> LocalCheckpoint:
+        """The synchronous part of an incremental checkpoint: flush the memtables, then
+        hard-link a RocksDB checkpoint of every DB into `folder/<label>` (a folder that must
+        not exist yet). Returns the labels and where each state lives, with its SST bytes."""
+        self._check_open()
+        self.flush()
+        dbs = {MAIN_DB: self.db}
+        states = []
+        for _, raw in self.raw_states():
+            native = self._native.get(id(raw))
+            if native is None:
+                label, cf_name, handle = MAIN_DB, self._cf_names[id(raw)], raw.db
+            else:
+                label, cf_name, handle = TTL_DB_PREFIX + native[2].name, None, native[0]
+                dbs[label] = handle
+            size = handle.property_int_value("rocksdb.total-sst-files-size") or 0
+            states.append(StatePlacement(raw.spec, label, cf_name, size))
+        for label, db in dbs.items():
+            rocksdict.Checkpoint(db).create_checkpoint(str(folder / label))
+        return LocalCheckpoint(folder, list(dbs), states)
+
+    def adopt_checkpoint(self, staged: Path, layout: CheckpointLayout) -> None:
+        """Make a restored RocksDB checkpoint this still-empty backend's DBs (Flink's fast
+        path: same key groups, no copy). `staged/<label>` hold the checkpoint's verified files;
+        they are moved under this backend's `path` and opened as `layout` says."""
         if self._raw:
             raise ValueError("a checkpoint can only be adopted by a backend without states")
+        main = staged_db_folder(staged, MAIN_DB)
+        natives = {name: (spec, staged_db_folder(staged, label))
+                   for name, (spec, label) in layout.native.items()}
         self.db.close()
         shutil.rmtree(self.db_path, ignore_errors=True)
-        shutil.move(str(staged), str(self.db_path))
-        families = {name: _db_options() for name in column_families}
-        self.db = rocksdict.Rdict(str(self.db_path), self._options, column_families=families)
+        shutil.move(str(main), str(self.db_path))
+        self.db = open_main_db(self.db_path, self._options, list(layout.families),
+                               self._db_options)
         self.db.set_write_options(self._write_options)
-        for cf_name, spec in column_families.items():
+        for cf_name, spec in layout.families.items():
             handle = self.db.get_column_family(cf_name)
             handle.set_write_options(self._write_options)
             raw = ROCKS_RAW_BY_SHAPE[spec.shape](self, spec, handle)
@@ -256,35 +317,47 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             suffix = cf_name.rpartition("~")[2]
             if suffix.isdigit():  # later migrations must not reuse a restored family's name
                 self._generation = max(self._generation, int(suffix))
-        for spec, folder in (native or {}).values():
-            assert spec.native_ttl_ms is not None
+        for name, (spec, folder) in natives.items():
             self._generation += 1
-            directory = self.path / "ttl" / f"{_SAFE.sub('_', spec.name)}-{self._generation}"
+            directory = self.path / "ttl" / ttl_db_folder_name(spec.name, self._generation)
             directory.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(folder), str(directory))
-            options = _db_options(statistics=True)
-            seconds = native_ttl_seconds(spec.native_ttl_ms, spec.native_ttl_speedup)
-            db = rocksdict.Rdict(
-                str(directory), options, access_type=rocksdict.AccessType.with_ttl(seconds)
-            )
-            db.set_write_options(self._write_options)
-            raw = ROCKS_RAW_BY_SHAPE[spec.shape](self, spec, db)
-            self._native[id(raw)] = (db, options, directory)
-            self._raw[spec.name] = raw
+            self._raw[name] = self._open_native(spec, directory)
 
-    def native_ttl_dirs(self) -> dict[str, tuple[Any, Path]]:
-        """State name -> (native-TTL DB, its folder), for checkpoints."""
-        out = {}
-        for name, raw in self._raw.items():
-            native = self._native.get(id(raw))
-            if native is not None:
-                out[name] = (native[0], native[2])
-        return out
+    def _placement(self, spec: RawStateSpec) -> RawStateSpec:
+        """A compaction filter's native-TTL placement is kept where it can be reopened (on a
+        wall-driven clock); every other restored state takes this backend's layout."""
+        if spec.native_ttl_ms and getattr(self.clock, "wall_clock_driven", False):
+            return spec
+        return self._in_layout(spec)
+
+    def copy_restored(self, source: Any, key_groups: Iterable[int]) -> int:
+        """A state restored with the spec it was stored with is copied as its stored bytes,
+        key group by key group (no decoding); otherwise entry by entry. Returns the keys."""
+        raw = self._restored_raw(source.spec)
+        if raw.spec != source.spec:
+            return super().copy_restored(source, key_groups)
+        put, is_map, last, keys = raw.db.put, source.spec.shape == "map", b"", 0
+        for kg in key_groups:
+            for k, v in source.scan(key_group_prefix(kg)):
+                put(k, v)
+                if is_map:  # a map holds one RocksDB entry per map entry
+                    prefix = k[:key_prefix_length(k)]
+                    if prefix == last:
+                        continue
+                    last = prefix
+                keys += 1
+        return keys
 
     # ----------------------------------------------------------------- lifecycle
     def flush(self) -> None:
         for h in self._handles():
             h.flush()
+
+    def _compact_every_db(self, begin: bytes | None, end: bytes | None) -> None:
+        """The periodic compaction: every column family and native-TTL DB, no flush first."""
+        for h in self._handles():
+            h.compact_range(begin, end)
 
     def compact(self) -> None:
         """Manual compaction of every column family (and native-TTL DB), after a flush."""

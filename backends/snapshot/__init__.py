@@ -1,6 +1,13 @@
 """Checkpoints, savepoints and restore for both keyed-state backends (issue #3).
 
 - writer.py / reader.py: `KeyedStateBackend.snapshot(...)` and `backends.restore_backend(...)`.
+  They read and fill a backend only through its public snapshot interface (`raw_states`,
+  `operator_state_data`, `load_restored`, `copy_restored`, `resolve_restored`,
+  `note_not_applicable`; RocksDB adds `create_checkpoint` and `adopt_checkpoint`) and import no
+  backend class, so backends/ has no import cycle (tests/test_architecture.py).
+- parts.py: what every snapshot writes (folder, metadata header, operator-state files);
+  opened.py: an opened snapshot, and the checks that keep every name from its untrusted
+  metadata inside the snapshot.
 - format.py, arrowfile.py, metadata.py: the canonical, backend-neutral full-snapshot format
   (Arrow IPC files per state with per-key-group segments, JSON metadata with checksums).
 - incremental.py: RocksDB incremental checkpoints (shared SST files, reference counts, retention).

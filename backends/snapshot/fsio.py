@@ -25,6 +25,7 @@ import pyarrow.fs as pafs
 from backends.errors import CorruptSnapshotError
 
 COPY_CHUNK = 4 << 20
+_GONE = " (deleted, e.g. by checkpoint retention, or never copied)"
 WRITE_BUFFER = 1 << 20
 
 
@@ -146,7 +147,7 @@ class Location:
             with self.fs.open_input_stream(self.path, compression=None) as f:
                 data = f.read()
         except FileNotFoundError:
-            raise CorruptSnapshotError(f"snapshot file {self} is missing") from None
+            raise CorruptSnapshotError(f"snapshot file {self} is missing{_GONE}") from None
         if counter is not None:
             counter.bytes += len(data)
             counter.files += 1
@@ -157,7 +158,7 @@ class Location:
         try:
             f = self.fs.open_input_file(self.path)
         except FileNotFoundError:
-            raise CorruptSnapshotError(f"snapshot file {self} is missing") from None
+            raise CorruptSnapshotError(f"snapshot file {self} is missing{_GONE}") from None
         with f:
             out = [pa.py_buffer(f.read_at(length, offset)) for offset, length in ranges]
         counter.bytes += sum(len(b) for b in out)
@@ -182,7 +183,7 @@ class Location:
         try:
             src = self.fs.open_input_stream(self.path, compression=None)
         except FileNotFoundError:
-            raise CorruptSnapshotError(f"snapshot file {self} is missing") from None
+            raise CorruptSnapshotError(f"snapshot file {self} is missing{_GONE}") from None
         with src, open(local_path, "wb") as out:
             while chunk := src.read(COPY_CHUNK):
                 out.write(chunk)

@@ -26,6 +26,7 @@ wanted key groups over (raw bytes into RocksDB, decoded containers into the heap
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -36,26 +37,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import rocksdict
-
-from backends.clocks import ManualClock
 from backends.errors import CorruptSnapshotError
-from backends.keygroups import key_group_prefix
+from backends.rocksdb_dbs import DB_LABEL, MAIN_DB, CheckpointLayout, CheckpointReader
 from backends.snapshot.fsio import Location, ReadCounter
 from backends.snapshot.handle import RestoreStats, SnapshotHandle, SnapshotStats
 from backends.snapshot.latest import complete_checkpoints
 from backends.snapshot.metadata import METADATA_NAME, commit_metadata
-from backends.snapshot.specs import spec_from_json, spec_to_json
-from backends.snapshot.writer import (
-    operator_states_of,
-    prepare_snapshot_dir,
-    snapshot_body,
-    write_operator_states,
+from backends.snapshot.opened import (
+    OpenSnapshot,
+    checked_file_name,
+    data_file,
+    file_in,
+    wanted_key_groups,
 )
-from backends.storage.rocksdb import key_prefix_length
+from backends.snapshot.parts import prepare_snapshot_dir, snapshot_body, write_operator_states
+from backends.snapshot.specs import spec_from_json, spec_to_json
 
 SHARED_DIR = "shared"
-MAIN_DB = "main"
+_RESTORED_FAMILY = re.compile(r"~[0-9]{1,9}")  # a migrated state's family: "<name>~<generation>"
 NOT_APPLICABLE = ("full_snapshot cleanup: not applicable to incremental RocksDB checkpoints "
                   "(SST files are uploaded as they are, as in Flink)")
 
@@ -100,25 +99,18 @@ def take_incremental(backend: Any, checkpoint_id: int, target: Location,
     _report_not_applicable(backend, stats)
     # ---- synchronous part: flush and hard-link a RocksDB checkpoint of every DB
     sync_start = time.perf_counter()
-    backend.flush()
     work_root = backend.path / "checkpoints"
     work_root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"chk-{checkpoint_id}-", dir=work_root))
     try:
-        dbs = {MAIN_DB: backend.db}
-        native_label: dict[str, str] = {}
-        for name, (db, directory) in sorted(backend.native_ttl_dirs().items()):
-            native_label[name] = f"ttl-{directory.name}"
-            dbs[native_label[name]] = db
-        for label, db in dbs.items():
-            rocksdict.Checkpoint(db).create_checkpoint(str(work / label))
-        op_data = operator_states_of(backend)
-        states_meta = _state_entries(backend, native_label, stats)
+        local = backend.create_checkpoint(work)
+        op_data = backend.operator_state_data()
+        states_meta = _state_entries(local, stats)
         stats.sync_ms = (time.perf_counter() - sync_start) * 1000.0
         # ---- asynchronous part: upload what is new, then commit
         registry = _registry(backend, target)
         dbs_meta = {label: _upload_db(work / label, label, snap, shared, registry, stats)
-                    for label in dbs}
+                    for label in local.dbs}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     op_meta, stats.operator_state_bytes = write_operator_states(snap, op_data)
@@ -137,33 +129,25 @@ def take_incremental(backend: Any, checkpoint_id: int, target: Location,
 
 
 def _report_not_applicable(backend: Any, stats: SnapshotStats) -> None:
-    for name in sorted(backend._raw):
+    for name in backend.registered_state_names():
         desc = backend.descriptor(name)
         if desc is None or not desc.ttl_enabled:
             continue
         if desc.ttl_config.get_cleanup_strategies().in_full_snapshot():
             stats.not_applicable[name] = NOT_APPLICABLE
-            if NOT_APPLICABLE not in backend.not_applicable.get(name, []):
-                backend._note_not_applicable(name, NOT_APPLICABLE)
+            backend.note_not_applicable(name, NOT_APPLICABLE)
 
 
-def _state_entries(backend: Any, native_label: dict[str, str], stats: SnapshotStats
-                   ) -> list[dict[str, Any]]:
+def _state_entries(local: Any, stats: SnapshotStats) -> list[dict[str, Any]]:
     """Each state's spec, where it lives (column family or native DB) and its SST bytes."""
     out = []
-    for name in sorted(backend._raw):
-        raw = backend._raw[name]
-        entry = spec_to_json(raw.spec)
-        if name in native_label:
-            entry["db"] = native_label[name]
-            handle = backend.native_ttl_db(name)
-        else:
-            entry["db"] = MAIN_DB
-            entry["column_family"] = backend.column_family_name(raw)
-            handle = raw.db
-        size = handle.property_int_value("rocksdb.total-sst-files-size") or 0
-        entry["bytes"] = size
-        stats.bytes_per_state[name] = size
+    for placement in local.states:
+        entry = spec_to_json(placement.spec)
+        entry["db"] = placement.db
+        if placement.column_family is not None:
+            entry["column_family"] = placement.column_family
+        entry["bytes"] = placement.sst_bytes
+        stats.bytes_per_state[placement.spec.name] = placement.sst_bytes
         out.append(entry)
     return out
 
@@ -234,111 +218,129 @@ def apply_retention(target: Location, retained: int, registry: SharedRegistry | 
 
 
 # --------------------------------------------------------------------------- restoring
-def restore_incremental(backend: Any, snaps: list[Any], counter: ReadCounter,
-                        stats: RestoreStats) -> int:
-    """Restore incremental checkpoints (reader.OpenSnapshot) into `backend`; returns the keys
-    copied row by row (0 when the files were adopted as they are)."""
-    from backends.snapshot.reader import raw_for, wanted_key_groups
+@dataclass(frozen=True)
+class _Download:
+    """One file of a checkpoint: where it is read from, where it goes, what it must be."""
 
+    source: Location
+    label: str
+    name: str
+    size: int
+    crc32: int
+
+
+def restore_incremental(backend: Any, snaps: list[OpenSnapshot], counter: ReadCounter,
+                        stats: RestoreStats) -> int:
+    """Restore incremental checkpoints into `backend`; returns the keys copied row by row (0
+    when the files were adopted as they are). Every name in the metadata is checked before a
+    file is fetched; files are staged in a folder of the backend's own (RocksDB) or a fresh
+    temporary folder (heap), and nothing else is written."""
     mine = backend.key_group_range
+    plans = [(_plan_downloads(snap), snap) for snap in snaps]
+    layouts = [_layout(snap, {d.label for d in plan} | {MAIN_DB}) for plan, snap in plans]
     base = Path(backend.path) if backend.kind == "rocksdb" else None
-    staged = []
+    staged: list[Path] = []
     try:
-        for snap in snaps:  # phase 1: download and verify everything
-            folder = Path(tempfile.mkdtemp(prefix="restore-", dir=base))
+        for plan, _ in plans:  # phase 1: download and verify everything
+            folder = Path(tempfile.mkdtemp(prefix="statebench-restore-", dir=base))
             staged.append(folder)
-            _download(snap, folder, counter)
+            _download(plan, folder, counter)
         for snap in snaps:
             for entry in snap.body["states"]:
                 stats.bytes_per_state[entry["name"]] = (
                     stats.bytes_per_state.get(entry["name"], 0) + int(entry.get("bytes", 0)))
-        if (backend.kind == "rocksdb" and len(snaps) == 1 and not backend._raw
+        if (backend.kind == "rocksdb" and len(snaps) == 1
+                and not backend.registered_state_names()
                 and wanted_key_groups(snaps[0], mine) is None):
-            families, native = _layout(snaps[0], staged[0])
-            backend.adopt_checkpoint_db(staged[0] / MAIN_DB, families, native)
+            backend.adopt_checkpoint(staged[0], layouts[0])
             return 0
         keys = 0
-        for snap, folder in zip(snaps, staged):
-            keys += _copy_key_groups(backend, snap, folder, wanted_key_groups(snap, mine),
-                                     raw_for)
+        for snap, folder, layout in zip(snaps, staged, layouts):
+            groups = wanted_key_groups(snap, mine)
+            if groups is None:
+                groups = snap.key_group_range
+            with CheckpointReader(folder, layout) as source:
+                for _, raw in source.raw_states():
+                    keys += backend.copy_restored(raw, groups)
         return keys
     finally:
         for folder in staged:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _download(snap: Any, folder: Path, counter: ReadCounter) -> None:
-    from backends.snapshot.reader import data_file
-
+def _plan_downloads(snap: OpenSnapshot) -> list[_Download]:
+    """Every RocksDB file the metadata lists, checked: labels and names are plain names,
+    sources resolve inside the snapshot folder or the checkpoint dir's `shared` folder."""
     target = snap.location.parent()
+    shared = target.child(SHARED_DIR)
+    out: list[_Download] = []
     try:
         dbs = snap.body["dbs"]
+        if not isinstance(dbs, dict) or MAIN_DB not in dbs:
+            raise ValueError(f"no {MAIN_DB!r} DB")
         for label, db in dbs.items():
-            if not isinstance(label, str) or "/" in label or label.startswith("."):
-                raise ValueError(f"bad db label {label!r}")
-            (folder / label).mkdir()
+            if not isinstance(label, str) or not DB_LABEL.fullmatch(label):
+                raise snap.corrupt(f"names a bad RocksDB DB label {label!r}")
+            names: set[str] = set()
             for f in db["files"]:
-                name = f["name"]
-                if not isinstance(name, str) or "/" in name or name.startswith("."):
-                    raise ValueError(f"bad file name {name!r}")
+                name = checked_file_name(snap, f["name"], "RocksDB file")
+                if name in names:
+                    raise snap.corrupt(f"lists RocksDB file {label}/{name} twice")
+                names.add(name)
                 if "shared" in f:
-                    shared_name = f["shared"]
-                    if not isinstance(shared_name, str) or "/" in shared_name:
-                        raise ValueError(f"bad shared file name {shared_name!r}")
-                    source = target.child(SHARED_DIR, shared_name)
+                    source = file_in(snap, shared, f["shared"], "shared file", within=target)
                 else:
                     source = data_file(snap, f["private"])
-                source.download_verified(str(folder / label / name), int(f["size"]),
-                                         int(f["crc32"]), counter)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CorruptSnapshotError(
-            f"snapshot metadata of {snap.location} lists its RocksDB files badly: {exc}"
-        ) from None
+                size, crc = f["size"], f["crc32"]
+                if not (isinstance(size, int) and isinstance(crc, int) and size >= 0):
+                    raise ValueError(f"file {name!r} has size {size!r} and crc32 {crc!r}")
+                out.append(_Download(source, label, name, size, crc))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        if isinstance(exc, CorruptSnapshotError):
+            raise
+        raise snap.corrupt(f"lists its RocksDB files badly: {exc!r}") from None
+    return out
 
 
-def _layout(snap: Any, folder: Path) -> tuple[dict[str, Any], dict[str, tuple[Any, Path]]]:
-    """Column family -> spec in the main DB, and state -> (spec, folder) of native DBs."""
-    families: dict[str, Any] = {}
-    native: dict[str, tuple[Any, Path]] = {}
-    for entry in snap.body["states"]:
-        spec = spec_from_json(entry)
-        if entry["db"] == MAIN_DB:
-            families[entry["column_family"]] = spec
-        else:
-            native[spec.name] = (spec, folder / entry["db"])
-    return families, native
+def _download(plan: list[_Download], folder: Path, counter: ReadCounter) -> None:
+    """Fetch and verify the planned files into `folder/<label>/<name>`."""
+    for label in sorted({d.label for d in plan}):
+        (folder / label).mkdir()
+    for d in plan:
+        d.source.download_verified(str(folder / d.label / d.name), d.size, d.crc32, counter)
 
 
-def _copy_key_groups(backend: Any, snap: Any, folder: Path, key_groups: Any, raw_for: Any
-                     ) -> int:
-    """Copy the wanted key groups of a staged checkpoint into `backend`, state by state."""
-    from backends.rocksdb_backend import RocksDBKeyedStateBackend
-
-    source = RocksDBKeyedStateBackend(
-        clock=ManualClock(0), max_parallelism=backend.max_parallelism, path=folder / "open")
+def _layout(snap: OpenSnapshot, labels: set[str]) -> CheckpointLayout:
+    """Where each state lives: a column family of the main DB, or a native-TTL DB of its own
+    (one of the checkpoint's DB `labels`). Checked, as the metadata is untrusted."""
+    layout = CheckpointLayout()
+    seen: set[str] = set()
     try:
-        families, native = _layout(snap, folder)
-        source.adopt_checkpoint_db(folder / MAIN_DB, families, native)
-        groups = key_groups if key_groups is not None else snap.key_group_range
-        keys = 0
-        for _, src in sorted(source._raw.items()):
-            dst = raw_for(backend, src.spec)
-            if backend.kind == "rocksdb" and dst.spec == src.spec:
-                put, is_map, last = dst.db.put, src.spec.shape == "map", b""
-                for kg in groups:  # same layout: copy the stored bytes as they are
-                    for k, v in src.scan(key_group_prefix(kg)):
-                        put(k, v)
-                        if is_map:  # a map holds one RocksDB entry per map entry
-                            prefix = k[:key_prefix_length(k)]
-                            if prefix == last:
-                                continue
-                            last = prefix
-                        keys += 1
+        for entry in snap.body["states"]:
+            spec = spec_from_json(entry)
+            if spec.name in seen:
+                raise snap.corrupt(f"lists state {spec.name!r} twice")
+            seen.add(spec.name)
+            db = entry["db"]
+            if db == MAIN_DB:
+                family = entry["column_family"]
+                if not (isinstance(family, str) and family.startswith(spec.name) and (
+                        family == spec.name
+                        or _RESTORED_FAMILY.fullmatch(family[len(spec.name):]))):
+                    raise snap.corrupt(
+                        f"gives state {spec.name!r} the column family {family!r}; expected "
+                        "the state's name, or its name and '~<number>'")
+                layout.families[family] = spec
+            elif isinstance(db, str) and db in labels and spec.native_ttl_ms is not None:
+                if db in {label for _, label in layout.native.values()}:
+                    raise snap.corrupt(f"places two states in native-TTL DB {db!r}")
+                layout.native[spec.name] = (spec, db)
             else:
-                load = dst.load
-                for kg, key, container in src.iter_entries(groups):
-                    load(kg, key, container)
-                    keys += 1
-        return keys
-    finally:
-        source.close()
+                raise snap.corrupt(
+                    f"places state {spec.name!r} in DB {db!r}, which is not a native-TTL DB "
+                    f"of this checkpoint (its DBs: {sorted(labels)})")
+    except CorruptSnapshotError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise snap.corrupt(f"describes its states badly: {exc!r}") from None
+    return layout

@@ -9,6 +9,8 @@ otherwise race with another writer's checkpoint in progress.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow.fs as pafs
@@ -19,6 +21,7 @@ from backends.snapshot.handle import SnapshotHandle
 from backends.snapshot.metadata import is_complete, read_metadata
 
 PREFIX = "chk-"
+log = logging.getLogger(__name__)
 
 
 def checkpoint_dir_name(checkpoint_id: int) -> str:
@@ -41,15 +44,21 @@ def checkpoint_dirs(target: Location) -> list[tuple[int, Location]]:
     return sorted(out, key=lambda t: t[0])
 
 
-def complete_checkpoints(target: Location) -> list[tuple[int, Location, dict]]:
-    """(id, location, metadata body) of every complete, readable snapshot, oldest first."""
+def complete_checkpoints(
+    target: Location,
+    on_unreadable: Callable[[int, Location, CorruptSnapshotError], None] | None = None,
+) -> list[tuple[int, Location, dict]]:
+    """(id, location, metadata body) of every complete, readable snapshot, oldest first;
+    `on_unreadable` hears of each complete one whose metadata is corrupt (it is skipped)."""
     out = []
     for cid, loc in checkpoint_dirs(target):
         if not is_complete(loc):
             continue
         try:
             body = read_metadata(loc)
-        except CorruptSnapshotError:
+        except CorruptSnapshotError as exc:
+            if on_unreadable is not None:
+                on_unreadable(cid, loc, exc)
             continue
         out.append((cid, loc, body))
     return out
@@ -67,8 +76,17 @@ def latest_checkpoint(directory: Any, clean_up: bool = False) -> SnapshotHandle 
     Interrupted ones are ignored; with `clean_up=True` they are also deleted."""
     if clean_up:
         clean_up_incomplete(directory)
-    handles = list_checkpoints(directory)
-    return handles[-1] if handles else None
+    unreadable: list[tuple[int, Location, CorruptSnapshotError]] = []
+    found = complete_checkpoints(Location.parse(directory),
+                                 lambda *skipped: unreadable.append(skipped))
+    newest = found[-1][0] if found else -1
+    for cid, loc, exc in unreadable:
+        if cid > newest:  # a newer checkpoint than the one returned: say why it is not used
+            log.warning("latest_checkpoint skips checkpoint %d at %s: %s", cid, loc, exc)
+    if not found:
+        return None
+    cid, loc, body = found[-1]
+    return SnapshotHandle(str(loc), cid, body.get("mode", "full"))
 
 
 def clean_up_incomplete(directory: Any, keep: str | None = None) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import zlib
 
-from backends.errors import CorruptSnapshotError
+from backends.errors import CorruptSnapshotError, SnapshotNotFoundError
 from backends.snapshot.fsio import Location, ReadCounter
 
 METADATA_NAME = "_metadata"
@@ -68,7 +68,9 @@ def read_metadata(snapshot_dir: Location, counter: ReadCounter | None = None) ->
     """The verified metadata of a complete snapshot folder."""
     meta = snapshot_dir.child(METADATA_NAME)
     if not snapshot_dir.exists():
-        raise FileNotFoundError(f"no snapshot at {snapshot_dir}")
+        raise SnapshotNotFoundError(
+            f"no snapshot at {snapshot_dir}: the folder does not exist (an older checkpoint "
+            "deleted by checkpoint retention, or a wrong path)")
     if not meta.exists():
         raise CorruptSnapshotError(
             f"{snapshot_dir} has no {METADATA_NAME}: not a complete snapshot (an interrupted "

@@ -1,7 +1,7 @@
 """Measuring state migrations (schema evolution, TTL on/off) where they happen.
 
-RocksDB migrates lazily: when a restored state is registered with a descriptor whose serializer
-or layout differs, `KeyedStateBackend._register` rewrites that state's entries into a new column
+RocksDB migrates lazily: when a restored state is registered (`get_state` and friends) with a
+descriptor whose serializer or layout differs, its entries are rewritten into a new column
 family. The heap backend migrates eagerly at restore when `restore_backend(...,
 descriptors=[...])` names the new descriptors (everything is deserialized then anyway); without
 them it cannot know the new types before registration, so it migrates at registration too. Both

@@ -17,59 +17,29 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
 
 from backends import descriptors as d
-from backends.errors import CorruptSnapshotError, StateMigrationError
+from backends.errors import CorruptSnapshotError
 from backends.keygroups import KeyGroupRange
-from backends.schema import resolve_compatibility, restored_type
+from backends.schema import restored_type
 from backends.snapshot import operator_state as ops
 from backends.snapshot.arrowfile import FileLayout, read_segments
 from backends.snapshot.format import column_type, decode_rows, state_schema
-from backends.snapshot.fsio import Location, ReadCounter
+from backends.snapshot.fsio import ReadCounter
 from backends.snapshot.handle import RestoreStats
-from backends.snapshot.metadata import read_metadata
-from backends.snapshot.migration import measure_migration
+from backends.snapshot.incremental import restore_incremental
+from backends.snapshot.opened import (
+    OpenSnapshot,
+    data_file,
+    open_snapshot,
+    overlap,
+    wanted_key_groups,
+)
 from backends.snapshot.specs import spec_from_json
 from backends.storage.base import ABSENT
-
-
-@dataclass
-class OpenSnapshot:
-    """One snapshot's verified metadata and where it lives."""
-
-    location: Location
-    body: dict
-    key_group_range: KeyGroupRange
-
-    @property
-    def mode(self) -> str:
-        return self.body["mode"]
-
-
-def open_snapshot(snapshot: Any, counter: ReadCounter) -> OpenSnapshot:
-    loc = Location.parse(snapshot)
-    body = read_metadata(loc, counter)
-    try:
-        start, end = body["key_group_range"]
-        kgr = KeyGroupRange(int(start), int(end))
-        int(body["max_parallelism"])
-        if body["mode"] not in ("full", "incremental"):
-            raise ValueError(f"unknown mode {body['mode']!r}")
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CorruptSnapshotError(f"snapshot metadata of {loc} is malformed: {exc}") from None
-    return OpenSnapshot(loc, body, kgr)
-
-
-def data_file(snap: OpenSnapshot, name: Any) -> Location:
-    """A file named by the metadata, which must stay inside the snapshot folder."""
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
-        raise CorruptSnapshotError(
-            f"snapshot metadata of {snap.location} names a bad file {name!r}")
-    return snap.location.child(name)
 
 
 def restore(
@@ -80,7 +50,7 @@ def restore(
     parallelism: int | None = None,
 ) -> RestoreStats:
     """Fill the fresh `backend` from `snapshots`; the stats are also `backend.restore_stats`."""
-    if backend._raw:
+    if backend.registered_state_names():
         raise ValueError("restore needs a fresh backend without states")
     if not snapshots:
         raise ValueError("restore needs at least one snapshot")
@@ -92,7 +62,7 @@ def restore(
                     key=lambda s: s.key_group_range.start)
     _check_layout(backend, opened)
     mine = backend.key_group_range
-    relevant = [s for s in opened if _overlap(s.key_group_range, mine) is not None]
+    relevant = [s for s in opened if overlap(s.key_group_range, mine) is not None]
     stats.snapshots_read = len(relevant)
     stats.key_groups = len(mine)
     stats.mode = "incremental" if any(s.mode == "incremental" for s in relevant) else "full"
@@ -102,11 +72,9 @@ def restore(
     pending = [_read_state(backend, s, e, counter) for s in full for e in s.body["states"]]
     op_pending = _read_operator_states(backend, opened, operator_index, parallelism, counter)
     if incremental:
-        from backends.snapshot.incremental import restore_incremental
-
         stats.keys_restored += restore_incremental(backend, incremental, counter, stats)
     for spec, encodings, batches, size in pending:
-        stats.keys_restored += _load(backend, spec, encodings, batches)
+        stats.keys_restored += backend.load_restored(spec, decode_rows(spec, encodings, batches))
         stats.bytes_per_state[spec.name] = stats.bytes_per_state.get(spec.name, 0) + size
     store = backend.operator_state() if op_pending else None
     for entry in op_pending:
@@ -133,40 +101,6 @@ def _check_layout(backend: Any, opened: list[OpenSnapshot]) -> None:
                 ": give the snapshots of distinct old tasks of one checkpoint")
 
 
-def _overlap(a: KeyGroupRange, b: KeyGroupRange) -> KeyGroupRange | None:
-    start, end = max(a.start, b.start), min(a.end, b.end)
-    return KeyGroupRange(start, end) if start <= end else None
-
-
-def wanted_key_groups(snap: OpenSnapshot, mine: KeyGroupRange) -> KeyGroupRange | None:
-    """The key groups to read from `snap`: None means all of them."""
-    overlap = _overlap(snap.key_group_range, mine)
-    return None if overlap == snap.key_group_range else overlap
-
-
-def spec_for_backend(backend: Any, spec: Any) -> Any:
-    """Keep a native-TTL placement only where it can be reopened (RocksDB on a wall clock)."""
-    if spec.native_ttl_ms is None:
-        return spec
-    if backend.kind == "rocksdb" and getattr(backend.clock, "wall_clock_driven", False):
-        return spec
-    return replace(spec, native_ttl_ms=None, native_ttl_speedup=1.0)
-
-
-def raw_for(backend: Any, spec: Any) -> Any:
-    """The restored raw state of `spec.name`, created with the spec it was written with."""
-    spec = spec_for_backend(backend, spec)
-    raw = backend._raw.get(spec.name)
-    if raw is None:
-        raw = backend._create_raw(spec)
-        backend._raw[spec.name] = raw
-    elif raw.spec != spec:
-        raise ValueError(
-            f"state '{spec.name}' differs between the snapshots being restored "
-            f"({raw.spec} vs {spec})")
-    return raw
-
-
 def _read_state(backend: Any, snap: OpenSnapshot, entry: dict, counter: ReadCounter
                 ) -> tuple[Any, dict, list[pa.RecordBatch], int]:
     try:
@@ -182,16 +116,6 @@ def _read_state(backend: Any, snap: OpenSnapshot, entry: dict, counter: ReadCoun
     batches = read_segments(data_file(snap, entry.get("file")), layout, schema, counter,
                             wanted_key_groups(snap, backend.key_group_range))
     return spec, encodings, batches, counter.bytes - before
-
-
-def _load(backend: Any, spec: Any, encodings: dict, batches: list[pa.RecordBatch]) -> int:
-    raw = raw_for(backend, spec)
-    load = raw.load
-    keys = 0
-    for kg, key, container in decode_rows(spec, encodings, batches):
-        load(kg, key, container)
-        keys += 1
-    return keys
 
 
 # --------------------------------------------------------------------------- operator state
@@ -272,25 +196,10 @@ def _read_operator_state(snap: OpenSnapshot, entry: dict, mode: str, value_type:
     return ops.from_batches(mode, value_type, key_type, encodings, batches)
 
 
-
-
 # --------------------------------------------------------------------------- descriptors
 def _apply_descriptors(backend: Any, descriptors: list[d.StateDescriptor]) -> None:
-    """Resolve compatibility now; the heap backend also migrates and registers now."""
+    """Resolve compatibility now (the heap backend also migrates and registers now)."""
     for desc in descriptors:
         if not isinstance(desc, d.StateDescriptor):
             raise TypeError(f"descriptors must be state descriptors, got {desc!r}")
-        raw = backend._raw.get(desc.name)
-        if raw is None:
-            continue
-        if raw.spec.kind != desc.kind:
-            raise StateMigrationError(
-                f"state '{desc.name}' holds {raw.spec.kind} state and cannot be registered as "
-                f"{desc.kind} state")
-        spec = backend._spec_for(desc)
-        resolve_compatibility(raw.spec, spec)
-        if backend.kind == "heap":
-            if raw.spec != spec:
-                backend._raw[desc.name] = measure_migration(backend, raw, spec,
-                                                            backend._migrate, "restore")
-            backend._register(desc, desc.kind)
+        backend.resolve_restored(desc)

@@ -20,25 +20,28 @@ one and says so in `stats.notes`.
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
 import numpy as np
 
-from backends.snapshot import operator_state as ops
 from backends.snapshot.arrowfile import MAX_SEGMENT_ROWS, MAX_SEGMENTS, FileLayout, write_file
 from backends.snapshot.format import EncodedState, encode_containers, segments
 from backends.snapshot.fsio import Location
 from backends.snapshot.handle import SnapshotHandle, SnapshotStats
-from backends.snapshot.latest import checkpoint_dir_name, clean_up_incomplete
-from backends.snapshot.metadata import commit_metadata, is_complete
+from backends.snapshot.incremental import take_incremental
+from backends.snapshot.metadata import commit_metadata
+from backends.snapshot.parts import (
+    prepare_snapshot_dir,
+    safe_file_part,
+    snapshot_body,
+    write_operator_states,
+)
 from backends.snapshot.specs import spec_to_json
 from backends.ttl.expiry import count_units, effective_now, filter_container
 from backends.ttl_config import StateTtlConfig
 
 MODES = ("full", "incremental")
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 _EVENT_TIME = StateTtlConfig.TtlTimeCharacteristic.EventTime
 
 
@@ -55,8 +58,6 @@ def take_snapshot(
         raise ValueError(f"unknown snapshot mode {mode!r}; expected one of {', '.join(MODES)}")
     location = Location.parse(target)
     if mode == "incremental" and backend.kind == "rocksdb":
-        from backends.snapshot.incremental import take_incremental
-
         return take_incremental(backend, checkpoint_id, location, **options)
     retained = options.pop("retained_checkpoints", None)
     if options:
@@ -71,17 +72,6 @@ def take_snapshot(
     return write_full(backend, checkpoint_id, location, stats)
 
 
-def prepare_snapshot_dir(target: Location, checkpoint_id: int) -> Location:
-    """`<target>/chk-<id>`, emptied of an interrupted earlier attempt; never a complete one."""
-    target.makedirs()
-    snap = target.child(checkpoint_dir_name(checkpoint_id))
-    if is_complete(snap):
-        raise FileExistsError(f"checkpoint {checkpoint_id} already exists at {snap}")
-    clean_up_incomplete(target)
-    snap.makedirs()
-    return snap
-
-
 def write_full(backend: Any, checkpoint_id: int, target: Location, stats: SnapshotStats
                ) -> SnapshotHandle:
     start = time.perf_counter()
@@ -89,15 +79,14 @@ def write_full(backend: Any, checkpoint_id: int, target: Location, stats: Snapsh
     # ---- synchronous part: take every state's rows
     sync_start = time.perf_counter()
     encoded: list[tuple[Any, EncodedState]] = []
-    for name in sorted(backend._raw):
-        raw = backend._raw[name]
+    for name, raw in backend.raw_states():
         encoded.append((raw.spec, _encode_state(backend, name, raw, stats)))
-    op_data = operator_states_of(backend)
+    op_data = backend.operator_state_data()
     stats.sync_ms = (time.perf_counter() - sync_start) * 1000.0
     # ---- asynchronous part: write, then commit
     states_meta = []
     for i, (spec, enc) in enumerate(encoded):
-        file = f"state-{i:03d}-{_SAFE.sub('_', spec.name)[:40]}.arrow"
+        file = f"state-{i:03d}-{safe_file_part(spec.name)}.arrow"
         layout = write_file(snap.child(file), enc.table.schema,
                             segments(enc, MAX_SEGMENT_ROWS, MAX_SEGMENTS))
         states_meta.append(state_entry(spec, file, enc.encodings, layout, enc.keys))
@@ -114,17 +103,6 @@ def write_full(backend: Any, checkpoint_id: int, target: Location, stats: Snapsh
     stats.files = len(states_meta) + len(op_meta) + 1
     stats.total_ms = (time.perf_counter() - start) * 1000.0
     return SnapshotHandle(str(snap), checkpoint_id, "full", stats)
-
-
-def snapshot_body(backend: Any, checkpoint_id: int, mode: str) -> dict[str, Any]:
-    kgr = backend.key_group_range
-    return {
-        "checkpoint_id": checkpoint_id,
-        "mode": mode,
-        "backend": backend.kind,
-        "max_parallelism": backend.max_parallelism,
-        "key_group_range": [kgr.start, kgr.end],
-    }
 
 
 def state_entry(spec: Any, file: str, encodings: dict[str, str], layout: FileLayout,
@@ -210,30 +188,3 @@ def _cleanup(backend: Any, name: str, spec: Any, ttl_now: tuple[int, int], keys:
     if key_groups is not None:
         key_groups = key_groups[np.array(kept_idx, dtype=np.int64)]
     return keys, kept, key_groups
-
-
-# --------------------------------------------------------------------------- operator state
-def operator_states_of(backend: Any) -> list[ops.OperatorStateData]:
-    store = getattr(backend, "_operator_state", None)
-    return [] if store is None else store.snapshot_data()
-
-
-def write_operator_states(snap: Location, data: list[ops.OperatorStateData]
-                          ) -> tuple[list[dict[str, Any]], int]:
-    """One Arrow file per operator state (a single segment); returns (metadata, bytes)."""
-    meta, total = [], 0
-    for i, entry in enumerate(data):
-        table, encodings = ops.to_table(entry)
-        file = f"op-{i:03d}-{_SAFE.sub('_', entry.name)[:40]}.arrow"
-        batches = table.combine_chunks().to_batches()
-        layout = write_file(snap.child(file), table.schema,
-                            [([(0, b.num_rows)], b) for b in batches])
-        item: dict[str, Any] = {"name": entry.name, "mode": entry.mode,
-                                "value_serializer": entry.value_type.snapshot(),
-                                "file": file, "encodings": encodings,
-                                "layout": layout.to_json()}
-        if entry.key_type is not None:
-            item["key_serializer"] = entry.key_type.snapshot()
-        meta.append(item)
-        total += layout.size
-    return meta, total

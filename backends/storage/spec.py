@@ -17,7 +17,7 @@ class RawStateSpec:
     value_type: TypeInformation
     key_type: TypeInformation | None = None  # map user keys
     ttl_layout: bool = False  # stored units carry a last-access timestamp
-    native_ttl_ms: int | None = None  # RocksDB: lives in a TTL DB whose compaction drops entries
+    native_ttl_ms: int | None = None  # RocksDB: lives in a TTL DB of its own (0: never expires)
     native_ttl_speedup: float = 1.0  # clock ms per wall ms (ScaledClock) for native TTL
 
     @property

@@ -101,8 +101,8 @@ def test_nothing_is_loaded_from_a_corrupt_snapshot(make_snap, kind, make_backend
     fresh = make_backend(kind, clock, path=tmp_path / "fresh")
     with pytest.raises(B.CorruptSnapshotError, match=last.name):
         reader_restore(fresh, [snap])
-    assert fresh._raw == {}
-    assert fresh._operator_state is None
+    assert fresh.registered_state_names() == []
+    assert fresh.operator_state_data() == []
 
 
 def test_missing_files(make_backend, clock, tmp_path):

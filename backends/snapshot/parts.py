@@ -1,0 +1,65 @@
+"""What every snapshot writes whatever its mode: its folder, its metadata header and the
+operator-state files. Full (writer.py) and incremental (incremental.py) snapshots both use it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from backends.snapshot import operator_state as ops
+from backends.snapshot.arrowfile import write_file
+from backends.snapshot.fsio import Location
+from backends.snapshot.latest import checkpoint_dir_name, clean_up_incomplete
+from backends.snapshot.metadata import is_complete
+
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def safe_file_part(name: str) -> str:
+    """A state's name as part of a file name: path-safe characters only, at most 40."""
+    return _SAFE.sub("_", name)[:40]
+
+
+def prepare_snapshot_dir(target: Location, checkpoint_id: int) -> Location:
+    """`<target>/chk-<id>`, emptied of an interrupted earlier attempt; never a complete one."""
+    target.makedirs()
+    snap = target.child(checkpoint_dir_name(checkpoint_id))
+    if is_complete(snap):
+        raise FileExistsError(f"checkpoint {checkpoint_id} already exists at {snap}")
+    clean_up_incomplete(target)
+    snap.makedirs()
+    return snap
+
+
+def snapshot_body(backend: Any, checkpoint_id: int, mode: str) -> dict[str, Any]:
+    """The metadata fields every snapshot has: id, mode, backend and its key groups."""
+    kgr = backend.key_group_range
+    return {
+        "checkpoint_id": checkpoint_id,
+        "mode": mode,
+        "backend": backend.kind,
+        "max_parallelism": backend.max_parallelism,
+        "key_group_range": [kgr.start, kgr.end],
+    }
+
+
+def write_operator_states(snap: Location, data: list[ops.OperatorStateData]
+                          ) -> tuple[list[dict[str, Any]], int]:
+    """One Arrow file per operator state (a single segment); returns (metadata, bytes)."""
+    meta, total = [], 0
+    for i, entry in enumerate(data):
+        table, encodings = ops.to_table(entry)
+        file = f"op-{i:03d}-{safe_file_part(entry.name)}.arrow"
+        batches = table.combine_chunks().to_batches()
+        layout = write_file(snap.child(file), table.schema,
+                            [([(0, b.num_rows)], b) for b in batches])
+        item: dict[str, Any] = {"name": entry.name, "mode": entry.mode,
+                                "value_serializer": entry.value_type.snapshot(),
+                                "file": file, "encodings": encodings,
+                                "layout": layout.to_json()}
+        if entry.key_type is not None:
+            item["key_serializer"] = entry.key_type.snapshot()
+        meta.append(item)
+        total += layout.size
+    return meta, total

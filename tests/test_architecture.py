@@ -1,0 +1,285 @@
+"""Structural rules of `backends/`, read from the source's syntax trees (nothing is imported).
+
+1. No import cycle inside `backends/`, counting imports inside functions too: a function-level
+   import hides a cycle from Python's import machinery but not from a reader, who then cannot
+   understand one module without the other. (A submodule's implicit import of its parent
+   package is not an edge, as in import-linter: every package's `__init__` re-exports.)
+2. Only a class writes its objects' private attributes: `x._name = ...` (or `del`, augmented
+   assignment, `setattr(x, "_name", ...)`) is allowed on `self`/`cls`, or on a local name a
+   method bound to `self` (a hot-path closure's `backend = self`). Snapshot code once wrote
+   `backend._raw[...]`, so a backend could not change its own storage without breaking it.
+
+Each rule is also run on a small bad example, so the checks are shown to be able to fail.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "backends"
+
+
+# --------------------------------------------------------------------------- import graph
+def module_files(root: Path, package: str) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of `package` (packages by __init__)."""
+    out = {}
+    for path in sorted((root / package).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _imported(module: str, is_package: bool, node: ast.AST, known: set[str]) -> Iterator[str]:
+    """The known modules one import statement (anywhere in the file) names."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            name = alias.name
+            while name and name not in known:  # "import a.b.c" names a.b.c (or its package)
+                name = name.rpartition(".")[0]
+            if name:
+                yield name
+    elif isinstance(node, ast.ImportFrom):
+        if node.level:
+            base = module.split(".")
+            base = base[: len(base) - node.level + (1 if is_package else 0)]
+            source = ".".join(base + ([node.module] if node.module else []))
+        else:
+            source = node.module or ""
+        for alias in node.names:
+            sub = f"{source}.{alias.name}"
+            if sub in known:  # "from pkg import module"
+                yield sub
+            elif source in known:
+                yield source
+
+
+def import_graph(root: Path, package: str) -> dict[str, set[str]]:
+    files = module_files(root, package)
+    known = set(files)
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        tree = ast.parse(path.read_text(), str(path))
+        deps = set()
+        for node in ast.walk(tree):
+            deps.update(_imported(module, path.name == "__init__.py", node, known))
+        deps.discard(module)
+        graph[module] = deps
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _edges_in(component: list[str], graph: dict[str, set[str]]) -> list[str]:
+    members = set(component)
+    return [f"{a} -> {b}" for a in component for b in sorted(graph[a] & members)]
+
+
+def test_backends_has_no_import_cycle() -> None:
+    graph = import_graph(ROOT, PACKAGE)
+    assert "backends.keyed_backend" in graph and len(graph) > 20  # the walk found the package
+    found = cycles(graph)
+    assert not found, "import cycles in backends/: " + "; ".join(
+        ", ".join(_edges_in(c, graph)) for c in found)
+
+
+def test_cycle_check_sees_function_level_imports(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from pkg.sub import b\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from .. import a\n    return a\n")
+    (pkg / "c.py").write_text("import pkg.a\n")
+    graph = import_graph(tmp_path, "pkg")
+    assert graph["pkg.a"] == {"pkg.sub.b"}
+    assert graph["pkg.sub.b"] == {"pkg.a"}
+    assert cycles(graph) == [["pkg.a", "pkg.sub.b"]]
+
+
+# --------------------------------------------------------------------------- private writes
+def _self_aliases(method: ast.AST, self_name: str) -> set[str]:
+    """`self` and every local name bound to it (`backend = self`, `a, backend = x, self`)."""
+    names = {self_name, "cls"}
+    for node in ast.walk(method):
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            pairs = [(target, node.value)]
+            if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                pairs = list(zip(target.elts, node.value.elts))
+            for t, v in pairs:
+                if isinstance(t, ast.Name) and isinstance(v, ast.Name) and v.id in names:
+                    names.add(t.id)
+    return names
+
+
+def _private_written(node: ast.AST) -> list[tuple[ast.expr, str]]:
+    """(object, attribute) of every private attribute this statement writes."""
+    targets: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+        targets = [node.target]
+    elif isinstance(node, ast.Delete):
+        targets = list(node.targets)
+    out = []
+    flat: list[ast.expr] = []
+    while targets:
+        t = targets.pop()
+        if isinstance(t, ast.Tuple | ast.List):
+            targets.extend(t.elts)
+        elif isinstance(t, ast.Subscript):  # obj._table[k] = v writes obj's private table
+            flat.append(t.value)
+        else:
+            flat.append(t)
+    for t in flat:
+        if isinstance(t, ast.Attribute) and _is_private(t.attr):
+            out.append((t.value, t.attr))
+    call = node.value if isinstance(node, ast.Expr) else None
+    if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+            and call.func.id == "setattr" and len(call.args) >= 2):
+        attr = call.args[1]
+        if isinstance(attr, ast.Constant) and isinstance(attr.value, str) and _is_private(
+                attr.value):
+            out.append((call.args[0], attr.value))
+    return out
+
+
+def _is_private(attr: str) -> bool:
+    return attr.startswith("_") and not (attr.startswith("__") and attr.endswith("__"))
+
+
+def foreign_private_writes(path: Path, source: str | None = None, reads: bool = False
+                           ) -> list[str]:
+    """`file:line obj._attr` for each write of a private attribute not on the writer's self
+    (with `reads`, also each read of one)."""
+    tree = ast.parse(path.read_text() if source is None else source, str(path))
+    allowed_at: dict[int, set[str]] = {}  # id(statement) -> names that are `self` there
+
+    def visit(node: ast.AST, names: set[str], is_class_body: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            scope = names
+            if isinstance(child, ast.ClassDef):
+                scope = set()
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) and is_class_body:
+                args = child.args.posonlyargs + child.args.args
+                scope = _self_aliases(child, args[0].arg if args else "self")
+            if isinstance(child, ast.stmt):
+                allowed_at[id(child)] = scope
+            visit(child, scope, isinstance(child, ast.ClassDef))
+
+    visit(tree, set(), False)
+    problems: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        names = allowed_at.get(id(node), set())
+        used = _private_written(node)
+        if reads:
+            used += [(n.value, n.attr) for n in _own_expressions(node)
+                     if isinstance(n, ast.Attribute) and _is_private(n.attr)]
+        for obj, attr in used:
+            if isinstance(obj, ast.Name) and obj.id in names:
+                continue
+            problem = f"{path.name}:{node.lineno} {ast.unparse(obj)}.{attr}"
+            if problem not in problems:
+                problems.append(problem)
+    return problems
+
+
+def _own_expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """The expression nodes of one statement, not those of statements nested in it."""
+    todo = [c for c in ast.iter_child_nodes(stmt) if not isinstance(c, ast.stmt)]
+    while todo:
+        node = todo.pop()
+        yield node
+        todo.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.stmt))
+
+
+def test_no_module_writes_another_objects_private_attributes() -> None:
+    problems = []
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        problems += [f"{path.relative_to(ROOT).parent}/{p}" for p in foreign_private_writes(path)]
+    assert not problems, "private attributes written from outside their class: " + ", ".join(
+        problems)
+
+
+def test_snapshot_code_uses_only_public_names_of_other_objects() -> None:
+    """Snapshot and restore go through the backends' public interface (raw_states,
+    load_restored, copy_restored, create_checkpoint, adopt_checkpoint, ...): they neither
+    write nor read a private attribute of a backend or a raw state."""
+    problems = []
+    paths = [*sorted((ROOT / PACKAGE / "snapshot").glob("*.py")), ROOT / PACKAGE / "rocksdb_dbs.py"]
+    for path in paths:
+        problems += foreign_private_writes(path, reads=True)
+    assert not problems, "snapshot code touches private attributes: " + ", ".join(problems)
+
+
+def test_private_write_check_can_fail(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    source = (
+        "def restore(backend, spec):\n"
+        "    backend._raw[spec.name] = 1\n"
+        "    setattr(backend, '_closed', True)\n"
+        "class Backend:\n"
+        "    def __init__(self, other):\n"
+        "        self._raw = {}\n"
+        "        other._raw = {}\n"
+        "    def make(self):\n"
+        "        backend = self\n"
+        "        def select(key):\n"
+        "            backend._cur_key = key\n"
+        "        return select\n"
+    )
+    assert foreign_private_writes(bad, source) == [
+        "bad.py:2 backend._raw", "bad.py:3 backend._closed", "bad.py:7 other._raw"]
+    assert foreign_private_writes(bad, "def f(b):\n    return b._raw.get(1)\n", reads=True) == [
+        "bad.py:2 b._raw"]
