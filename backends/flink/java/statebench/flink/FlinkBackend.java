@@ -1,0 +1,440 @@
+package statebench.flink;
+
+import org.apache.flink.api.common.ExecutionConfig;
+import org.apache.flink.api.common.functions.AggregateFunction;
+import org.apache.flink.api.common.functions.ReduceFunction;
+import org.apache.flink.api.common.state.AggregatingStateDescriptor;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.ReducingStateDescriptor;
+import org.apache.flink.api.common.state.State;
+import org.apache.flink.api.common.state.StateDescriptor;
+import org.apache.flink.api.common.state.StateTtlConfig;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.api.common.typeutils.base.BooleanSerializer;
+import org.apache.flink.api.common.typeutils.base.DoubleSerializer;
+import org.apache.flink.api.common.typeutils.base.LongSerializer;
+import org.apache.flink.api.common.typeutils.base.StringSerializer;
+import org.apache.flink.api.java.typeutils.runtime.NullableSerializer;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.MemorySize;
+import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.core.fs.CloseableRegistry;
+import org.apache.flink.core.fs.FileSystem;
+import org.apache.flink.core.fs.Path;
+import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
+import org.apache.flink.runtime.checkpoint.CheckpointOptions;
+import org.apache.flink.runtime.checkpoint.SavepointType;
+import org.apache.flink.runtime.state.AbstractKeyedStateBackend;
+import org.apache.flink.runtime.state.CheckpointStorageLocationReference;
+import org.apache.flink.runtime.state.CompositeStateHandle;
+import org.apache.flink.runtime.state.KeyGroupRange;
+import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.state.LocalRecoveryConfig;
+import org.apache.flink.runtime.state.SavepointResources;
+import org.apache.flink.runtime.state.SavepointSnapshotStrategy;
+import org.apache.flink.runtime.state.SnapshotResult;
+import org.apache.flink.runtime.state.SnapshotStrategyRunner;
+import org.apache.flink.runtime.state.UncompressedStreamCompressionDecorator;
+import org.apache.flink.runtime.state.VoidNamespace;
+import org.apache.flink.runtime.state.VoidNamespaceSerializer;
+import org.apache.flink.runtime.state.filesystem.FsCheckpointStreamFactory;
+import org.apache.flink.runtime.state.heap.HeapKeyedStateBackend;
+import org.apache.flink.runtime.state.heap.HeapKeyedStateBackendBuilder;
+import org.apache.flink.runtime.state.heap.HeapPriorityQueueSetFactory;
+import org.apache.flink.runtime.state.metrics.LatencyTrackingStateConfig;
+import org.apache.flink.runtime.state.metrics.SizeTrackingStateConfig;
+import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
+import org.apache.flink.state.rocksdb.EmbeddedRocksDBStateBackend;
+import org.apache.flink.state.rocksdb.PredefinedOptions;
+import org.apache.flink.state.rocksdb.RocksDBConfigurableOptions;
+import org.apache.flink.state.rocksdb.RocksDBKeyedStateBackend;
+import org.apache.flink.state.rocksdb.RocksDBKeyedStateBackendBuilder;
+import org.apache.flink.state.rocksdb.RocksDBPriorityQueueConfig;
+import org.apache.flink.state.rocksdb.RocksDBResourceContainer;
+import org.apache.flink.state.rocksdb.StatebenchRocksAccess;
+
+import java.io.File;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.RunnableFuture;
+import java.util.stream.Stream;
+
+/**
+ * One Flink 2.x keyed state backend (heap or RocksDB), built directly as apache/flink-benchmarks'
+ * StateBackendBenchmarkUtils does: no job, no mini-cluster, VoidNamespace for every state.
+ */
+final class FlinkBackend implements AutoCloseable {
+    /** Processing time for TTL, set by the caller: a logical clock the compaction filter reads too. */
+    static final class LogicalTime implements TtlTimeProvider {
+        volatile long now;
+
+        @Override
+        public long currentTimestamp() {
+            return now;
+        }
+    }
+
+    /** Opening options (OPEN_BACKEND command). */
+    static final class Options {
+        boolean rocksdb;
+        boolean stringKeys;
+        int maxParallelism = 128;
+        int keyGroupStart;
+        int keyGroupEnd = 127;
+        String dir;
+        long queryTimeAfterNumEntries = 1000L;
+        long periodicCompactionMs = -1L;
+        long writeBufferSize;
+        boolean incrementalCheckpoints;
+    }
+
+    /** A registered state and what its commands need to know about it. */
+    static final class Registered {
+        final int kind;
+        final String name;
+        final StateDescriptor<?, ?> descriptor;
+        final State state;
+
+        Registered(int kind, String name, StateDescriptor<?, ?> descriptor, State state) {
+            this.kind = kind;
+            this.name = name;
+            this.descriptor = descriptor;
+            this.state = state;
+        }
+    }
+
+    static final int VALUE = 1;
+    static final int LIST = 2;
+    static final int MAP = 3;
+    static final int REDUCING = 4;
+    static final int AGGREGATING = 5;
+
+    final LogicalTime time = new LogicalTime();
+    final Options options;
+    final AbstractKeyedStateBackend<Object> backend;
+    private final CloseableRegistry registry = new CloseableRegistry();
+    private final RocksDBResourceContainer resources;
+    final Map<Integer, Registered> states = new LinkedHashMap<>();
+    /** The same states indexed by id: the per-op lookup of the hot path, no boxing. */
+    private Registered[] bySid = new Registered[16];
+
+    @SuppressWarnings("unchecked")
+    FlinkBackend(Options options) throws Exception {
+        this.options = options;
+        TypeSerializer<Object> keySerializer = (TypeSerializer<Object>) (TypeSerializer<?>)
+                (options.stringKeys ? StringSerializer.INSTANCE : LongSerializer.INSTANCE);
+        KeyGroupRange range = KeyGroupRange.of(options.keyGroupStart, options.keyGroupEnd);
+        ClassLoader loader = FlinkBackend.class.getClassLoader();
+        ExecutionConfig executionConfig = new ExecutionConfig();
+        if (!options.rocksdb) {
+            resources = null;
+            backend = new HeapKeyedStateBackendBuilder<>(
+                    null, keySerializer, loader, options.maxParallelism, range, executionConfig,
+                    time, LatencyTrackingStateConfig.disabled(), SizeTrackingStateConfig.disabled(),
+                    Collections.emptyList(), UncompressedStreamCompressionDecorator.INSTANCE,
+                    LocalRecoveryConfig.BACKUP_AND_RECOVERY_DISABLED,
+                    new HeapPriorityQueueSetFactory(range, options.maxParallelism, 128),
+                    true, registry).build();
+            return;
+        }
+        Configuration conf = new Configuration();
+        conf.set(RocksDBConfigurableOptions.COMPACT_FILTER_QUERY_TIME_AFTER_NUM_ENTRIES,
+                options.queryTimeAfterNumEntries);
+        if (options.periodicCompactionMs >= 0) {
+            conf.set(RocksDBConfigurableOptions.COMPACT_FILTER_PERIODIC_COMPACTION_TIME,
+                    Duration.ofMillis(options.periodicCompactionMs));
+        }
+        if (options.writeBufferSize > 0) {
+            conf.set(RocksDBConfigurableOptions.WRITE_BUFFER_SIZE,
+                    new MemorySize(options.writeBufferSize));
+        }
+        File base = new File(options.dir);
+        if (!base.isDirectory() && !base.mkdirs()) {
+            throw new IllegalArgumentException("cannot create RocksDB folder " + base);
+        }
+        resources = new RocksDBResourceContainer(conf, PredefinedOptions.DEFAULT, null, null, base,
+                false);
+        RocksDBKeyedStateBackendBuilder<Object> builder = new RocksDBKeyedStateBackendBuilder<>(
+                "statebench", loader, base, resources, name -> resources.getColumnOptions(), null,
+                keySerializer, options.maxParallelism, range, executionConfig,
+                LocalRecoveryConfig.BACKUP_AND_RECOVERY_DISABLED,
+                RocksDBPriorityQueueConfig.buildWithPriorityQueueType(
+                        EmbeddedRocksDBStateBackend.PriorityQueueStateType.ROCKSDB),
+                time, LatencyTrackingStateConfig.disabled(), SizeTrackingStateConfig.disabled(),
+                new UnregisteredMetricsGroup(), (name, value) -> {}, Collections.emptyList(),
+                UncompressedStreamCompressionDecorator.INSTANCE, registry);
+        StatebenchRocksAccess.incremental(builder, options.incrementalCheckpoints);
+        backend = builder.build();
+    }
+
+    static TypeSerializer<?> serializer(int type) {
+        switch (type) {
+            case Wire.LONG:
+                return LongSerializer.INSTANCE;
+            case Wire.STRING:
+                return StringSerializer.INSTANCE;
+            case Wire.DOUBLE:
+                return DoubleSerializer.INSTANCE;
+            case Wire.BOOL:
+                return BooleanSerializer.INSTANCE;
+            default:
+                throw new IllegalArgumentException("unsupported value type code " + type);
+        }
+    }
+
+    /** The named Java functions reducing and aggregating states can use (LONG values). */
+    static ReduceFunction<Long> reducer(int function) {
+        switch (function) {
+            case 1:
+                return Long::sum;
+            case 3:
+                return Math::max;
+            case 4:
+                return Math::min;
+            default:
+                throw new IllegalArgumentException("unknown reduce function code " + function);
+        }
+    }
+
+    static AggregateFunction<Long, Long, Long> aggregator(int function) {
+        final boolean count = function == 2;
+        if (function != 1 && function != 2) {
+            throw new IllegalArgumentException("unknown aggregate function code " + function);
+        }
+        return new AggregateFunction<Long, Long, Long>() {
+            @Override
+            public Long createAccumulator() {
+                return 0L;
+            }
+
+            @Override
+            public Long add(Long value, Long accumulator) {
+                return accumulator + (count ? 1L : value);
+            }
+
+            @Override
+            public Long getResult(Long accumulator) {
+                return accumulator;
+            }
+
+            @Override
+            public Long merge(Long a, Long b) {
+                return a + b;
+            }
+        };
+    }
+
+    /** TTL as the caller spelled it, 1:1 onto Flink's StateTtlConfig builder. */
+    static StateTtlConfig ttl(long ttlMs, int update, int visibility, int flags, int incSize,
+                              boolean incPerRecord, long queryTime) {
+        StateTtlConfig.Builder b = StateTtlConfig.newBuilder(Duration.ofMillis(ttlMs))
+                .setUpdateType(update == 2 ? StateTtlConfig.UpdateType.OnReadAndWrite
+                        : StateTtlConfig.UpdateType.OnCreateAndWrite)
+                .setStateVisibility(visibility == 2
+                        ? StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp
+                        : StateTtlConfig.StateVisibility.NeverReturnExpired);
+        if ((flags & 1) != 0) {
+            b.disableCleanupInBackground();
+        }
+        if ((flags & 2) != 0) {
+            b.cleanupFullSnapshot();
+        }
+        if ((flags & 4) != 0) {
+            b.cleanupIncrementally(incSize, incPerRecord);
+        }
+        if ((flags & 8) != 0) {
+            b.cleanupInRocksdbCompactFilter(queryTime);
+        }
+        return b.build();
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    void register(int sid, int kind, String name, int valueType, int mapKeyType, int function,
+                  StateTtlConfig ttl) throws Exception {
+        if (states.containsKey(sid)) {
+            throw new IllegalArgumentException("state id " + sid + " is already registered");
+        }
+        StateDescriptor<?, ?> desc;
+        TypeSerializer vs = serializer(valueType);
+        switch (kind) {
+            case VALUE:
+                desc = new ValueStateDescriptor<>(name, vs);
+                break;
+            case LIST:
+                desc = new ListStateDescriptor<>(name, vs);
+                break;
+            case MAP:
+                // statebench (like PyFlink) allows null map values; Flink's TTL map state on
+                // RocksDB needs a null-capable value serializer for that (+1 byte per value).
+                desc = new MapStateDescriptor<>(name, serializer(mapKeyType),
+                        NullableSerializer.wrapIfNullIsNotSupported(vs, false));
+                break;
+            case REDUCING:
+                requireLong(valueType, name);
+                desc = new ReducingStateDescriptor<>(name, reducer(function), LongSerializer.INSTANCE);
+                break;
+            case AGGREGATING:
+                requireLong(valueType, name);
+                desc = new AggregatingStateDescriptor<>(name, aggregator(function),
+                        LongSerializer.INSTANCE);
+                break;
+            default:
+                throw new IllegalArgumentException("unknown state kind " + kind);
+        }
+        if (ttl != null) {
+            desc.enableTimeToLive(ttl);
+        }
+        State state = backend.getPartitionedState(VoidNamespace.INSTANCE,
+                VoidNamespaceSerializer.INSTANCE, (StateDescriptor) desc);
+        Registered registered = new Registered(kind, name, desc, state);
+        states.put(sid, registered);
+        if (sid >= bySid.length) {
+            bySid = java.util.Arrays.copyOf(bySid, Math.max(sid + 1, bySid.length * 2));
+        }
+        bySid[sid] = registered;
+    }
+
+    private static void requireLong(int valueType, String name) {
+        if (valueType != Wire.LONG) {
+            throw new IllegalArgumentException(
+                    "state '" + name + "': the worker's reduce/aggregate functions take LONG values");
+        }
+    }
+
+    Registered state(int sid, int kind) {
+        Registered r = sid < bySid.length ? bySid[sid] : null;
+        if (r == null) {
+            throw new IllegalArgumentException("state id " + sid + " is not registered");
+        }
+        if (kind != 0 && r.kind != kind) {
+            throw new IllegalArgumentException("state '" + r.name + "' is not of the command's kind");
+        }
+        return r;
+    }
+
+    /** Keys holding the state physically (expired or not; a map counts once per key). */
+    long keys(String name) {
+        try (Stream<Object> s = backend.getKeys(name, VoidNamespace.INSTANCE)) {
+            return s.count();
+        }
+    }
+
+    /** [Flink's numKeyValueStateEntries(), {state name: keys}] */
+    List<Object> counts() {
+        Map<Object, Object> perState = new LinkedHashMap<>();
+        for (Registered r : states.values()) {
+            perState.put(r.name, keys(r.name));
+        }
+        List<Object> out = new ArrayList<>();
+        out.add((long) numEntries());
+        out.add(perState);
+        return out;
+    }
+
+    int numEntries() {
+        if (backend instanceof HeapKeyedStateBackend) {
+            return ((HeapKeyedStateBackend<?>) backend).numKeyValueStateEntries();
+        }
+        return ((RocksDBKeyedStateBackend<?>) backend).numKeyValueStateEntries();
+    }
+
+    /** RocksDB: Flink's own manual compaction of every state's column family; heap: nothing. */
+    void compact() throws Exception {
+        if (backend instanceof RocksDBKeyedStateBackend) {
+            RocksDBKeyedStateBackend<?> rocks = (RocksDBKeyedStateBackend<?>) backend;
+            for (Registered r : states.values()) {
+                rocks.compactState(r.descriptor);
+            }
+        }
+    }
+
+    /** RocksDB: flush every state's memtable; heap: nothing. */
+    void flush() throws Exception {
+        if (backend instanceof RocksDBKeyedStateBackend) {
+            StatebenchRocksAccess.flush((RocksDBKeyedStateBackend<?>) backend);
+        }
+    }
+
+    /** RocksDB: {state: {property: value}} for the properties asked; heap: empty. */
+    Map<Object, Object> properties(List<String> names) throws Exception {
+        Map<Object, Object> out = new LinkedHashMap<>();
+        if (backend instanceof RocksDBKeyedStateBackend) {
+            RocksDBKeyedStateBackend<?> rocks = (RocksDBKeyedStateBackend<?>) backend;
+            for (Registered r : states.values()) {
+                Map<Object, Object> props = new LinkedHashMap<>();
+                for (String p : names) {
+                    props.put(p, StatebenchRocksAccess.property(rocks, r.name, p));
+                }
+                out.put(r.name, props);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Flink's own snapshot into an FsCheckpointStreamFactory over `folder`: a checkpoint (type 0)
+     * or a canonical savepoint (type 1). Returns [state bytes, checkpointed (uploaded) bytes,
+     * synchronous ns, asynchronous ns].
+     */
+    List<Object> snapshot(long checkpointId, String folder, int type) throws Exception {
+        File dir = new File(folder);
+        File shared = new File(dir, "shared");
+        if (!shared.isDirectory() && !shared.mkdirs()) {
+            throw new IllegalArgumentException("cannot create snapshot folder " + shared);
+        }
+        FsCheckpointStreamFactory factory = new FsCheckpointStreamFactory(
+                FileSystem.getLocalFileSystem(), new Path(dir.toURI()), new Path(shared.toURI()),
+                0, 4096);
+        long start = System.nanoTime();
+        RunnableFuture<SnapshotResult<KeyedStateHandle>> future;
+        if (type == 1) {
+            CheckpointOptions opts = CheckpointOptions.forConfig(
+                    SavepointType.savepoint(SavepointFormatType.CANONICAL),
+                    CheckpointStorageLocationReference.getDefault(), true, false, 0L);
+            SavepointResources<Object> resources = backend.savepoint();
+            future = new SnapshotStrategyRunner<>("statebench-savepoint",
+                    new SavepointSnapshotStrategy<>(resources.getSnapshotResources()), registry,
+                    resources.getPreferredSnapshotExecutionType())
+                    .snapshot(checkpointId, checkpointId, factory, opts);
+        } else {
+            future = backend.snapshot(checkpointId, checkpointId, factory,
+                    CheckpointOptions.forCheckpointWithDefaultLocation());
+        }
+        long sync = System.nanoTime() - start;
+        long asyncStart = System.nanoTime();
+        future.run();
+        SnapshotResult<KeyedStateHandle> result = future.get();
+        long async = System.nanoTime() - asyncStart;
+        if (type == 0) {
+            backend.notifyCheckpointComplete(checkpointId);
+        }
+        KeyedStateHandle handle = result.getJobManagerOwnedSnapshot();
+        long size = handle == null ? 0L : handle.getStateSize();
+        long checkpointed = handle instanceof CompositeStateHandle
+                ? ((CompositeStateHandle) handle).getCheckpointedSize() : size;
+        List<Object> out = new ArrayList<>();
+        out.add(size);
+        out.add(checkpointed);
+        out.add(sync);
+        out.add(async);
+        return out;
+    }
+
+    @Override
+    public void close() throws Exception {
+        try {
+            backend.dispose();
+            registry.close();
+        } finally {
+            if (resources != null) {
+                resources.close();
+            }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+"""statebench descriptors and TTL configs, mapped 1:1 onto the worker's REGISTER command.
+
+The mapping is Flink's StateTtlConfig builder call for call: update type, visibility,
+disableCleanupInBackground(), cleanupFullSnapshot(), cleanupIncrementally(size, per_record),
+cleanupInRocksdbCompactFilter(n). Settings Flink does not have raise NotApplicableError with
+Flink's reason, so a comparison never silently runs a different strategy.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from backends.descriptors import StateDescriptor
+from backends.flink import wire
+from backends.flink.errors import NotApplicableError
+from backends.ttl_config import DEFAULT_PERIODIC_COMPACTION_MS, StateTtlConfig
+
+KINDS = {"value": 1, "list": 2, "map": 3, "reducing": 4, "aggregating": 5}
+REDUCE_FUNCTIONS = {"sum": 1, "max": 3, "min": 4}
+AGGREGATE_FUNCTIONS = {"sum": 1, "count": 2}
+# INT and FLOAT travel as Flink LONG / DOUBLE: the visible values are the same Python numbers.
+TYPE_CODES = {"LONG": wire.T_LONG, "INT": wire.T_LONG, "STRING": wire.T_STRING,
+              "DOUBLE": wire.T_DOUBLE, "FLOAT": wire.T_DOUBLE, "BOOLEAN": wire.T_BOOL}
+
+TIMER_REASON = (
+    "Flink has no timer-based TTL cleanup: it was considered for FLIP-25 and never built "
+    "(Flink cleans up on read, incrementally on heap, in full snapshots and in RocksDB "
+    "compactions), so the 'timer' strategy has no Flink lane"
+)
+EVENT_TIME_REASON = (
+    "Flink's TTL is processing time only (TtlTimeCharacteristic.ProcessingTime is its single "
+    "value), so event-time TTL has no Flink lane"
+)
+
+_REGISTER = struct.Struct(">BHB")
+_REGISTER_TAIL = struct.Struct(">BBBqBBBiBq")
+
+
+@dataclass(frozen=True)
+class FlinkState:
+    """A state registered in a worker: what the batch encoder needs to address it."""
+
+    sid: int
+    kind: str
+    name: str
+    value_code: int
+    key_code: int
+
+
+def _type_code(type_info: Any, what: str) -> int:
+    name = getattr(type_info, "type_name", None)
+    if name not in TYPE_CODES:
+        raise ValueError(
+            f"{what} has type {type_info!r}; the Flink worker supports "
+            f"{', '.join(sorted(TYPE_CODES))}"
+        )
+    return TYPE_CODES[name]
+
+
+def _function_code(kind: str, function: str | None, name: str) -> int:
+    if kind == "reducing":
+        table = REDUCE_FUNCTIONS
+    elif kind == "aggregating":
+        table = AGGREGATE_FUNCTIONS
+    else:
+        if function is not None:
+            raise ValueError(f"state '{name}': function= applies to reducing/aggregating states")
+        return 0
+    if function not in table:
+        raise ValueError(
+            f"{kind} state '{name}' runs a Java function in the worker: pass "
+            f"function= one of {', '.join(table)} (got {function!r})"
+        )
+    return table[function]
+
+
+def ttl_fields(cfg: StateTtlConfig | None, query_time_after_num_entries: int,
+               periodic_compaction_ms: int | None) -> tuple[int, int, int, int, int, int, int]:
+    """(ttl_ms, update, visibility, flags, inc_size, inc_per_record, query_time); ttl_ms 0 = off.
+
+    flags: 1 disableCleanupInBackground, 2 cleanupFullSnapshot, 4 cleanupIncrementally,
+    8 cleanupInRocksdbCompactFilter. Flink 2.x sets the compaction filter's query interval and
+    periodic compaction per backend, so a state asking for other values than the worker's is an
+    error rather than a silently different run.
+    """
+    if cfg is None or not cfg.is_enabled():
+        return 0, 0, 0, 0, 0, 0, 0
+    if cfg.get_ttl_time_characteristic() is not StateTtlConfig.TtlTimeCharacteristic.ProcessingTime:
+        raise NotApplicableError(EVENT_TIME_REASON)
+    cs = cfg.get_cleanup_strategies()
+    if cs.get_timer_cleanup_strategy() is not None:
+        raise NotApplicableError(TIMER_REASON)
+    update = 2 if cfg.get_update_type() is StateTtlConfig.UpdateType.OnReadAndWrite else 1
+    visibility = (2 if cfg.get_state_visibility()
+                  is StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp else 1)
+    flags = 0 if cs.is_cleanup_in_background() else 1
+    if cs.in_full_snapshot():
+        flags |= 2
+    inc_size, per_record = 0, 0
+    if cs.is_explicit_incremental():
+        flags |= 4
+        inc_size = cs.incremental.cleanup_size
+        per_record = 1 if cs.incremental.run_cleanup_for_every_record else 0
+    query_time = 0
+    if cs.is_explicit_compact_filter():
+        flags |= 8
+        query_time = cs.rocksdb_compact_filter.query_time_after_num_entries
+        if query_time != query_time_after_num_entries:
+            raise ValueError(
+                f"compaction_filter({query_time}): Flink 2.x sets query_time_after_num_entries per "
+                f"backend (state.backend.rocksdb.compaction.filter.query-time-after-num-entries); "
+                f"open the worker with query_time_after_num_entries={query_time} "
+                f"(it has {query_time_after_num_entries})"
+            )
+        periodic = cs.rocksdb_compact_filter.periodic_compaction_time_ms
+        worker_periodic = (DEFAULT_PERIODIC_COMPACTION_MS if periodic_compaction_ms is None
+                           else periodic_compaction_ms)
+        if periodic != worker_periodic:
+            raise ValueError(
+                f"compaction filter periodic compaction {periodic} ms: Flink 2.x sets it per "
+                f"backend (state.backend.rocksdb.compaction.filter.periodic-compaction-time); "
+                f"open the worker with periodic_compaction_ms={periodic}"
+            )
+    return cfg.get_ttl(), update, visibility, flags, inc_size, per_record, query_time
+
+
+def encode_register(buf: bytearray, sid: int, desc: StateDescriptor, function: str | None,
+                    query_time_after_num_entries: int,
+                    periodic_compaction_ms: int | None) -> FlinkState:
+    """Appends REGISTER for a statebench descriptor; returns the handle for later ops."""
+    if not isinstance(desc, StateDescriptor):
+        raise TypeError(f"expected a statebench state descriptor, got {desc!r}")
+    kind = desc.kind
+    name = desc.get_name()
+    value_code = _type_code(desc.type_info, f"state '{name}'")
+    key_code = (_type_code(desc.key_type_info, f"map keys of state '{name}'")
+                if kind == "map" else 0)
+    if kind in ("reducing", "aggregating") and value_code != wire.T_LONG:
+        raise ValueError(f"{kind} state '{name}': the worker's Java functions take LONG values")
+    fn = _function_code(kind, function, name)
+    ttl = ttl_fields(desc.get_ttl_config(), query_time_after_num_entries, periodic_compaction_ms)
+    buf += _REGISTER.pack(wire.REGISTER, sid, KINDS[kind])
+    wire.put_str(buf, name)
+    buf += _REGISTER_TAIL.pack(value_code, key_code, fn, *ttl)
+    return FlinkState(sid, kind, name, value_code, key_code)

@@ -1,0 +1,493 @@
+"""One JVM running Flink's keyed state backend, driven in batches over its stdin/stdout.
+
+Why a process per worker and batches: a JVM call per state op would cost more than Flink's own
+op (Flink heap does millions of ops/s), so ops are recorded into a `Batch` and cross in one frame;
+the reply carries every read's visible result in order. Every read has a deadline, and a dead or
+hung JVM becomes a FlinkWorkerError carrying the tail of its stderr, so a caller never hangs.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import struct
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # not on Windows; the pipes then keep their default size
+    fcntl = None  # type: ignore[assignment]
+
+import contextlib
+
+from backends.descriptors import StateDescriptor
+from backends.flink import wire
+from backends.flink.build import MAIN_CLASS, ensure_worker_built
+from backends.flink.errors import FlinkCommandError, FlinkWorkerError
+from backends.flink.spec import FlinkState, encode_register
+from backends.keygroups import KeyGroupRange
+
+KINDS = ("heap", "rocksdb")
+KEY_TYPES = {"long": wire.T_LONG, "string": wire.T_STRING}
+JVM_OPTIONS = (
+    "-XX:+UseSerialGC",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/java.util=ALL-UNNAMED",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+)
+ROCKSDB_PROPERTIES = ("rocksdb.estimate-num-keys", "rocksdb.cur-size-all-mem-tables",
+                      "rocksdb.total-sst-files-size")
+_LEN = struct.Struct(">I")
+_HEAD = struct.Struct(">Bqi")
+_Q = struct.Struct(">Bq")
+_BH = struct.Struct(">BH")
+_OPEN = struct.Struct(">BBBiii")
+_OPEN_TAIL = struct.Struct(">qqqB")
+_BENCH_TAIL = struct.Struct(">Hiiii")
+_STDERR_TAIL = 4000
+MAX_FRAME = 1 << 30
+
+
+def _widen_pipes(proc: subprocess.Popen) -> None:
+    """Linux: grow both pipes to pipe-max-size (1 MB by default), so a batch crosses in a few
+    writes instead of one 64 KB chunk per context switch; silently kept elsewhere."""
+    setsize = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if setsize is None:
+        return
+    try:
+        size = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    except (OSError, ValueError):
+        size = 1 << 20
+    for stream in (proc.stdin, proc.stdout):
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(stream.fileno(), setsize, min(size, 1 << 24))
+
+
+class Batch:
+    """Records commands and sends them as one frame on flush().
+
+    Reads (value_get, list_get, map_get, map_contains, map_items, map_keys, map_values,
+    map_is_empty, reducing_get, aggregating_get, counts, properties, snapshot, bench) each add one
+    result; flush() returns the results in order, decoded to Python values as statebench returns
+    them (an empty list state reads as [], map items as (key, value) tuples).
+    """
+
+    def __init__(self, worker: FlinkWorker) -> None:
+        self._worker = worker
+        self._buf = bytearray()
+        self._post: list[Any] = []  # per result: None or a function normalising it
+        self._reads = 0  # results of raw() commands recorded after the last _post entry
+
+    def __len__(self) -> int:
+        return len(self._buf)
+
+    # -- control ------------------------------------------------------------------------------
+    def set_time(self, ms: int) -> Batch:
+        self._buf += _Q.pack(wire.SET_TIME, ms)
+        return self
+
+    def set_key(self, key: int | str) -> Batch:
+        self._buf.append(wire.SET_KEY)
+        wire.put_value(self._buf, key, self._worker.key_code)
+        return self
+
+    def register(self, desc: StateDescriptor, function: str | None = None) -> FlinkState:
+        """Registers a statebench descriptor (TTL mapped onto StateTtlConfig); reducing and
+        aggregating states name their Java function (reducing: sum/max/min, aggregating:
+        sum/count). Returns the handle for the state ops."""
+        w = self._worker
+        state = encode_register(self._buf, w._next_sid, desc, function,
+                                w.query_time_after_num_entries, w.periodic_compaction_ms)
+        w._next_sid += 1
+        return state
+
+    def compact(self) -> Batch:
+        self._buf.append(wire.COMPACT)
+        return self
+
+    def flush_memtables(self) -> Batch:
+        self._buf.append(wire.FLUSH)
+        return self
+
+    def counts(self) -> Batch:
+        """Result: {"entries": numKeyValueStateEntries(), "keys": {state: keys holding it}}."""
+        self._buf.append(wire.COUNTS)
+        self._expect(lambda r: {"entries": r[0], "keys": r[1]})
+        return self
+
+    def properties(self, names: Iterable[str] = ROCKSDB_PROPERTIES) -> Batch:
+        """Result: {state: {property: int}} from RocksDB's column families ({} on heap)."""
+        names = list(names)
+        self._buf.append(wire.PROPERTIES)
+        self._buf += struct.pack(">i", len(names))
+        for n in names:
+            wire.put_str(self._buf, n)
+        self._expect(None)
+        return self
+
+    def snapshot(self, checkpoint_id: int, folder: str | os.PathLike,
+                 savepoint: bool = False) -> Batch:
+        """Flink's own snapshot() (or a canonical savepoint) into `folder`. Result: dict with
+        bytes, checkpointed_bytes (uploaded), sync_ms, async_ms."""
+        self._buf += _Q.pack(wire.SNAPSHOT, checkpoint_id)
+        wire.put_str(self._buf, str(folder))
+        self._buf.append(1 if savepoint else 0)
+        self._expect(lambda r: {"bytes": r[0], "checkpointed_bytes": r[1],
+                                     "sync_ms": r[2] / 1e6, "async_ms": r[3] / 1e6})
+        return self
+
+    def bench(self, state: FlinkState, op: str, keys: int = 20_000, warmup: int = 2,
+              rounds: int = 5, round_ms: int = 100) -> Batch:
+        """Flink's own per-op rate loop inside the JVM. Result: ops/s per measured round."""
+        self._buf.append(wire.BENCH)
+        wire.put_str(self._buf, op)
+        self._buf += _BENCH_TAIL.pack(state.sid, keys, warmup, rounds, round_ms)
+        self._expect(None)
+        return self
+
+    def raw(self, encoded: bytes, reads: int = 0) -> Batch:
+        """Pre-encoded commands (e.g. wire.encode_long_ops) producing `reads` results."""
+        self._buf += encoded
+        if reads:
+            self._flush_raw_reads()
+            self._reads = reads  # kept as a count: a 50k-get batch needs no 50k-long list
+        return self
+
+    def _expect(self, post: Any) -> None:
+        """One more result, normalised by `post` unless it is None."""
+        self._flush_raw_reads()
+        self._post.append(post)
+
+    def _flush_raw_reads(self) -> None:
+        if self._reads:
+            self._post.extend([None] * self._reads)
+            self._reads = 0
+
+    # -- state ops ----------------------------------------------------------------------------
+    def _op(self, opcode: int, state: FlinkState) -> None:
+        self._buf += _BH.pack(opcode, state.sid)
+
+    def _read(self, opcode: int, state: FlinkState, post: Any = None) -> Batch:
+        self._op(opcode, state)
+        self._expect(post)
+        return self
+
+    def clear(self, state: FlinkState) -> Batch:
+        self._op(wire.CLEAR, state)
+        return self
+
+    def value_get(self, state: FlinkState) -> Batch:
+        return self._read(wire.VALUE_GET, state)
+
+    def value_update(self, state: FlinkState, value: Any) -> Batch:
+        self._op(wire.VALUE_UPDATE, state)
+        wire.put_value(self._buf, value, state.value_code)
+        return self
+
+    def list_get(self, state: FlinkState) -> Batch:
+        return self._read(wire.LIST_GET, state, lambda r: [] if r is None else r)
+
+    def list_add(self, state: FlinkState, value: Any) -> Batch:
+        self._op(wire.LIST_ADD, state)
+        wire.put_value(self._buf, value, state.value_code)
+        return self
+
+    def list_add_all(self, state: FlinkState, values: Iterable[Any]) -> Batch:
+        self._op(wire.LIST_ADD_ALL, state)
+        wire.put_list(self._buf, values, state.value_code)
+        return self
+
+    def list_update(self, state: FlinkState, values: Iterable[Any]) -> Batch:
+        self._op(wire.LIST_UPDATE, state)
+        wire.put_list(self._buf, values, state.value_code)
+        return self
+
+    def map_get(self, state: FlinkState, key: Any) -> Batch:
+        self._read(wire.MAP_GET, state)
+        wire.put_value(self._buf, key, state.key_code)
+        return self
+
+    def map_put(self, state: FlinkState, key: Any, value: Any) -> Batch:
+        self._op(wire.MAP_PUT, state)
+        wire.put_value(self._buf, key, state.key_code)
+        wire.put_value(self._buf, value, state.value_code)
+        return self
+
+    def map_put_all(self, state: FlinkState, mapping: Mapping[Any, Any]) -> Batch:
+        self._op(wire.MAP_PUT_ALL, state)
+        wire.put_map(self._buf, mapping, state.key_code, state.value_code)
+        return self
+
+    def map_remove(self, state: FlinkState, key: Any) -> Batch:
+        self._op(wire.MAP_REMOVE, state)
+        wire.put_value(self._buf, key, state.key_code)
+        return self
+
+    def map_contains(self, state: FlinkState, key: Any) -> Batch:
+        self._read(wire.MAP_CONTAINS, state)
+        wire.put_value(self._buf, key, state.key_code)
+        return self
+
+    def map_items(self, state: FlinkState) -> Batch:
+        return self._read(wire.MAP_ENTRIES, state, lambda r: [tuple(p) for p in r])
+
+    def map_keys(self, state: FlinkState) -> Batch:
+        return self._read(wire.MAP_KEYS, state)
+
+    def map_values(self, state: FlinkState) -> Batch:
+        return self._read(wire.MAP_VALUES, state)
+
+    def map_is_empty(self, state: FlinkState) -> Batch:
+        return self._read(wire.MAP_IS_EMPTY, state)
+
+    def reducing_get(self, state: FlinkState) -> Batch:
+        return self._read(wire.REDUCING_GET, state)
+
+    def reducing_add(self, state: FlinkState, value: Any) -> Batch:
+        self._op(wire.REDUCING_ADD, state)
+        wire.put_value(self._buf, value, state.value_code)
+        return self
+
+    def aggregating_get(self, state: FlinkState) -> Batch:
+        return self._read(wire.AGG_GET, state)
+
+    def aggregating_add(self, state: FlinkState, value: Any) -> Batch:
+        self._op(wire.AGG_ADD, state)
+        wire.put_value(self._buf, value, state.value_code)
+        return self
+
+    def flush(self) -> list[Any]:
+        """Sends the recorded commands as one frame; returns the results in order."""
+        payload, post, reads = bytes(self._buf), self._post, self._reads + len(self._post)
+        self._buf, self._post, self._reads = bytearray(), [], 0
+        raw = self._worker.send(payload)
+        if len(raw) != reads:
+            raise FlinkWorkerError(f"worker returned {len(raw)} results for {reads} reads")
+        if not any(post):  # plain results (e.g. one raw batch of gets): no per-result pass
+            return raw
+        post += [None] * (reads - len(post))
+        return [r if p is None else p(r) for r, p in zip(raw, post)]
+
+
+class FlinkWorker:
+    """A JVM with one Flink keyed state backend (heap or RocksDB) under a logical TTL clock.
+
+    Keys are all longs or all strings (`key_type`), as Flink's key serializer is one type.
+    `max_parallelism` and `key_group_range` mean what they mean for statebench's backends.
+    RocksDB options that Flink 2.x sets per backend: `query_time_after_num_entries` and
+    `periodic_compaction_ms` of the compaction filter, `write_buffer_size`, and
+    `incremental_checkpoints`. `reset()` opens a fresh backend in the same JVM (tests share one
+    JVM per module). Use as a context manager, or call close().
+    """
+
+    def __init__(self, kind: str = "heap", *, key_type: str = "long", max_parallelism: int = 128,
+                 key_group_range: KeyGroupRange | tuple[int, int] | None = None,
+                 path: str | os.PathLike | None = None, query_time_after_num_entries: int = 1000,
+                 periodic_compaction_ms: int | None = None, write_buffer_size: int | None = None,
+                 incremental_checkpoints: bool = False, timeout_s: float = 120.0,
+                 startup_timeout_s: float = 120.0, heap_mb: int = 1024,
+                 java_options: Iterable[str] = ()) -> None:
+        self.timeout_s = timeout_s
+        self._proc: subprocess.Popen | None = None
+        self._tmp = Path(tempfile.mkdtemp(prefix="statebench-flink-"))
+        self._stderr = open(self._tmp / "stderr.log", "w+b")  # noqa: SIM115 - closed in close()
+        self.last_batch_jvm_ns = 0
+        build = ensure_worker_built()
+        cmd = [build.java, f"-Xmx{heap_mb}m", *JVM_OPTIONS, *java_options,
+               "-cp", build.classpath, MAIN_CLASS]
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=self._stderr, bufsize=0)
+        _widen_pipes(self._proc)
+        try:
+            hello = self._receive(time.monotonic() + startup_timeout_s)
+            self.protocol_version, self.flink_version = hello
+            self.reset(kind, key_type=key_type, max_parallelism=max_parallelism,
+                       key_group_range=key_group_range, path=path,
+                       query_time_after_num_entries=query_time_after_num_entries,
+                       periodic_compaction_ms=periodic_compaction_ms,
+                       write_buffer_size=write_buffer_size,
+                       incremental_checkpoints=incremental_checkpoints)
+        except BaseException:
+            self.close()
+            raise
+
+    def reset(self, kind: str = "heap", *, key_type: str = "long", max_parallelism: int = 128,
+              key_group_range: KeyGroupRange | tuple[int, int] | None = None,
+              path: str | os.PathLike | None = None, query_time_after_num_entries: int = 1000,
+              periodic_compaction_ms: int | None = None, write_buffer_size: int | None = None,
+              incremental_checkpoints: bool = False) -> None:
+        """Disposes the current backend and opens a new, empty one (time 0, no states)."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown Flink backend kind '{kind}'; expected one of {KINDS}")
+        if key_type not in KEY_TYPES:
+            raise ValueError(f"key_type must be one of {tuple(KEY_TYPES)}, got {key_type!r}")
+        if max_parallelism < 1:
+            raise ValueError(f"max_parallelism must be >= 1, got {max_parallelism}")
+        if key_group_range is None:
+            start, end = 0, max_parallelism - 1
+        elif isinstance(key_group_range, KeyGroupRange):
+            start, end = key_group_range.start, key_group_range.end
+        else:
+            start, end = key_group_range
+        if not 0 <= start <= end < max_parallelism:
+            raise ValueError(
+                f"key group range {start}..{end} is not inside 0..{max_parallelism - 1}")
+        if query_time_after_num_entries < 0:
+            raise ValueError("query_time_after_num_entries must be >= 0")
+        self.kind = kind
+        self.key_code = KEY_TYPES[key_type]
+        self.query_time_after_num_entries = query_time_after_num_entries
+        self.periodic_compaction_ms = periodic_compaction_ms
+        self._next_sid = 0
+        if path is None:
+            path = self._tmp / f"db-{time.monotonic_ns()}"
+        buf = bytearray(_OPEN.pack(wire.OPEN_BACKEND, 1 if kind == "rocksdb" else 0,
+                                   self.key_code, max_parallelism, start, end))
+        wire.put_str(buf, str(path))
+        buf += _OPEN_TAIL.pack(query_time_after_num_entries,
+                               -1 if periodic_compaction_ms is None else periodic_compaction_ms,
+                               write_buffer_size or 0, 1 if incremental_checkpoints else 0)
+        self.send(bytes(buf))
+
+    def batch(self) -> Batch:
+        return Batch(self)
+
+    def register(self, desc: StateDescriptor, function: str | None = None) -> FlinkState:
+        """Registers one state right away (its own small batch)."""
+        b = self.batch()
+        state = b.register(desc, function)
+        b.flush()
+        return state
+
+    # -- frames -------------------------------------------------------------------------------
+    def send(self, payload: bytes) -> list[Any]:
+        """One request frame out, one reply frame in; raises on a failed command."""
+        proc = self._proc
+        if proc is None:
+            raise FlinkWorkerError("the Flink worker is closed")
+        try:
+            proc.stdin.write(_LEN.pack(len(payload)) + payload)
+        except (BrokenPipeError, OSError) as exc:
+            raise self._died(f"writing a batch failed ({exc})") from None
+        return self._receive(time.monotonic() + self.timeout_s)
+
+    def _receive(self, deadline: float) -> list[Any]:
+        header = self._read_exact(4, deadline)
+        (length,) = _LEN.unpack(header)
+        if length > MAX_FRAME:
+            # not a frame: the JVM wrote text to stdout (e.g. "Error occurred during
+            # initialization of VM"); show it instead of waiting for 1 GB that never comes
+            stray = header + self._drain(time.monotonic() + 2.0)
+            self._kill()
+            raise self._died("wrote text instead of a frame to stdout: "
+                             + stray.decode("utf-8", "replace").strip())
+        frame = memoryview(self._read_exact(length, deadline))
+        status, nanos, count = _HEAD.unpack_from(frame, 0)
+        self.last_batch_jvm_ns = nanos
+        pos = _HEAD.size
+        if status != 0:
+            n = struct.unpack_from(">i", frame, pos)[0]
+            message = bytes(frame[pos + 4:pos + 4 + n]).decode("utf-8", "replace")
+            first = message.splitlines()[0] if message else "unknown error"
+            raise FlinkCommandError(
+                f"command {count} of the batch failed in Flink: {first}\n{message}", count)
+        if count >= 64 and len(frame) - pos == 9 * count:
+            longs = wire.all_longs(frame[pos:], count)
+            if longs is not None:
+                return longs
+        out = []
+        for _ in range(count):
+            value, pos = wire.get_value(frame, pos)
+            out.append(value)
+        return out
+
+    def _read_exact(self, n: int, deadline: float) -> bytes:
+        fd = self._proc.stdout.fileno()
+        chunks, got = [], 0
+        while got < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._kill()
+                raise self._died(f"no reply within {self.timeout_s:.0f} s (the JVM was killed)")
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(fd, min(n - got, 1 << 20))
+            if not chunk:
+                raise self._died("the JVM closed its output")
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    def _drain(self, deadline: float) -> bytes:
+        """Whatever the JVM still writes to stdout until EOF or the deadline."""
+        fd, chunks = self._proc.stdout.fileno(), []
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        return b"".join(chunks)
+
+    def stderr_tail(self) -> str:
+        try:
+            self._stderr.flush()
+            size = os.path.getsize(self._stderr.name)
+            with open(self._stderr.name, "rb") as f:
+                f.seek(max(0, size - _STDERR_TAIL))
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def _died(self, what: str) -> FlinkWorkerError:
+        proc = self._proc
+        code = None
+        if proc is not None:
+            try:
+                code = proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                code = None
+        status = f"exit code {code}" if code is not None else "still running"
+        return FlinkWorkerError(
+            f"Flink worker JVM: {what} ({status}). Tail of its stderr:\n{self.stderr_tail()}")
+
+    def _kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+
+    def close(self) -> None:
+        """Asks the JVM to dispose the backend and exit; kills it if it does not within 30 s."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                if proc.poll() is None:
+                    proc.stdin.write(_LEN.pack(1) + bytes([wire.CLOSE]))
+                    proc.stdin.close()
+                proc.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait(timeout=10)
+            if proc.stdout is not None:
+                proc.stdout.close()
+        if not self._stderr.closed:
+            self._stderr.close()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self) -> FlinkWorker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_proc", None) is not None:
+            self._kill()
