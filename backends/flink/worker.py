@@ -103,10 +103,8 @@ class Batch:
         aggregating states name their Java function (reducing: sum/max/min, aggregating:
         sum/count). Returns the handle for the state ops."""
         w = self._worker
-        state = encode_register(self._buf, w._next_sid, desc, function,
-                                w.query_time_after_num_entries, w.periodic_compaction_ms)
-        w._next_sid += 1
-        return state
+        return encode_register(self._buf, w.new_state_id(), desc, function,
+                               w.query_time_after_num_entries, w.periodic_compaction_ms)
 
     def compact(self) -> Batch:
         self._buf.append(wire.COMPACT)
@@ -358,6 +356,12 @@ class FlinkWorker:
 
     def batch(self) -> Batch:
         return Batch(self)
+
+    def new_state_id(self) -> int:
+        """The next state id of this backend (ids are the worker's handles for its states)."""
+        sid = self._next_sid
+        self._next_sid += 1
+        return sid
 
     def register(self, desc: StateDescriptor, function: str | None = None) -> FlinkState:
         """Registers one state right away (its own small batch)."""
