@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from workloads.report import render_report
+from workloads.report.figures import COMPACTION_NAME, charts
+from workloads.report.load import load_run
 
 pytestmark = pytest.mark.browser
 
@@ -92,6 +94,11 @@ def png_stats(png: bytes) -> tuple[int, int, float, int]:
     return width, height, 1.0 - raw.count(0) / len(raw), len(set(raw))
 
 
+def expected_charts(report_path: Path) -> int:
+    """How many charts the report's run should draw (every view with data, per workload)."""
+    return sum(len(items) for items in charts(load_run(report_path.parent)).values())
+
+
 def check_in_browser(browser: object, report_path: Path, strategies: set[str],
                      charts_expected: int) -> bytes:
     """Open a report in Chromium with the network blocked; assert it renders completely with no
@@ -150,7 +157,9 @@ def check_in_browser(browser: object, report_path: Path, strategies: set[str],
         "() => [...document.querySelectorAll('#fig-state-ycsb-a .legendtext')]"
         ".map(e => e.textContent)"
     )
-    assert sorted(legend_items) == sorted(strategies)
+    # ... plus one entry toggling every compaction marker, when RocksDB compacted
+    assert sorted(i for i in legend_items if i != COMPACTION_NAME) == sorted(strategies)
+    assert legend_items.count(COMPACTION_NAME) <= 1
 
     shot = page.screenshot(full_page=True)
     # The docs image is the top of the page (header, findings, trade-off plots): the full page is
@@ -173,7 +182,70 @@ def check_in_browser(browser: object, report_path: Path, strategies: set[str],
 
 def test_report_renders_in_chromium(browser: object, report_path: Path) -> None:
     strategies = {"none", "full_snapshot", "incremental", "compaction_filter", "timer"}
-    check_in_browser(browser, report_path, strategies, charts_expected=8)  # 4 views x 2 workloads
+    # 6 views x 2 workloads: trade-off, state, RocksDB activity, perf, checkpoint size and phases
+    assert expected_charts(report_path) == 12
+    check_in_browser(browser, report_path, strategies, charts_expected=12)
+
+
+def _compaction_times(run_dir: Path, workload: str, strategy: str) -> list[int]:
+    """Sample times at which the raw rocksdb_compactions counter grew (logical ms)."""
+    import pyarrow.parquet as pq
+
+    rows = [r for r in pq.read_table(run_dir / "rows.parquet").to_pylist()
+            if (r["workload"], r["backend"], r["strategy"], r["metric"])
+            == (workload, "rocksdb", strategy, "rocksdb_compactions")]
+    previous, times = 0.0, []
+    for r in sorted(rows, key=lambda r: r["step"]):
+        if r["value"] > previous:
+            times.append(r["logical_time_ms"])
+        previous = r["value"]
+    return times
+
+
+def test_browser_sees_compaction_filter_traces_and_compaction_markers(
+    browser: object, report_path: Path
+) -> None:
+    page = browser.new_page(viewport=VIEWPORT)  # type: ignore[attr-defined]
+    page.goto(report_path.as_uri(), wait_until="load")
+    page.wait_for_function(
+        "() => document.querySelector('#fig-state-ycsb-a-plot .main-svg') && "
+        "document.querySelector('#fig-rocksdb-ycsb-a-plot .main-svg')", timeout=15_000)
+    found = page.evaluate(
+        """() => {
+            const traces = (id) => {
+                const el = document.getElementById(id);
+                return el.data.map((t, i) => ({
+                    name: t.name, meta: t.meta || null,
+                    xs: (el.calcdata[i] || []).map(p => p.x).filter(Number.isFinite),
+                    ys: (el.calcdata[i] || []).map(p => p.y).filter(Number.isFinite),
+                }));
+            };
+            const svgPoints = [...document.querySelectorAll(
+                '#fig-state-ycsb-a-plot .scatterlayer .trace .points path')].length;
+            const legend = [...document.querySelectorAll('#fig-state-ycsb-a .legendtext')]
+                .map(e => e.textContent);
+            return {state: traces('fig-state-ycsb-a-plot'),
+                    rocksdb: traces('fig-rocksdb-ycsb-a-plot'), svgPoints, legend};
+        }"""
+    )
+    page.close()
+    state_cf = [t for t in found["state"] if t["name"] == "compaction_filter"]
+    assert len(state_cf) == 8 and all(t["ys"] for t in state_cf)  # 4 panels x 2 backends
+    rocks_cf = [t for t in found["rocksdb"] if t["name"] == "compaction_filter"]
+    assert len(rocks_cf) == 8 and all(t["ys"] for t in rocks_cf)
+    markers = [t for t in found["state"] if (t["meta"] or {}).get("kind") == "compactions"]
+    assert markers and all(t["name"] == COMPACTION_NAME for t in markers)
+    assert COMPACTION_NAME in found["legend"]
+    run_dir = report_path.parent
+    for strategy in ("none", "compaction_filter"):
+        expected = _compaction_times(run_dir, "ycsb-a", strategy)
+        mine = [t for t in markers if t["meta"]["strategy"] == strategy]
+        assert len(mine) == 2  # expired entries and physical bytes
+        for trace in mine:
+            # drawn on the minutes axis: back to logical ms
+            assert [round(x * 60_000) for x in trace["xs"]] == expected
+    # marker symbols are actually in the SVG (every marker trace draws its points)
+    assert found["svgPoints"] >= sum(len(t["xs"]) for t in markers)
 
 
 @pytest.fixture(scope="session")
@@ -199,7 +271,8 @@ def real_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str
 def test_real_comparison_renders_in_chromium(browser: object,
                                              real_report: tuple[Path, set[str]]) -> None:
     report_path, strategies = real_report
-    top = check_in_browser(browser, report_path, strategies, charts_expected=8)
+    top = check_in_browser(browser, report_path, strategies,
+                           charts_expected=expected_charts(report_path))
     if os.environ.get("STATEBENCH_UPDATE_SCREENSHOT") == "1":
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         SCREENSHOT.write_bytes(top)

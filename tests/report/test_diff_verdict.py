@@ -35,7 +35,7 @@ def _run(values: dict[str, np.ndarray], kind: str = "summary", clock: str = "Eve
          key: ScenarioKey = KEY) -> Run:
     """An in-memory run with one scenario (fast enough for hundreds of seeds)."""
     units = {"records_per_s": "records/s", "live_entries": "entries",
-             "physical_bytes": "bytes"}
+             "physical_bytes": "bytes", "rocksdb_compactions": "count"}
     samples = {
         m: Samples(kind, units[m], np.arange(v.size), np.full(v.size, -1 if kind == "summary"
                                                                    else 0), np.asarray(v, float))
@@ -224,6 +224,10 @@ def test_counts_are_not_exact_under_a_wall_clock_or_in_rocksdb_files() -> None:
     rocks = ScenarioKey("w", "rocksdb", "none")
     files = [_run({"physical_bytes": series + d}, kind="series", key=rocks) for d in (0, 5)]
     v = judge(Side.of("A", files[0]), Side.of("B", files[1]), rocks, "physical_bytes")
+    assert v.kind == "sampled" and v.css == "grey"
+    counters = [_run({"rocksdb_compactions": series + d}, kind="series", key=rocks)
+                for d in (0, 5)]
+    v = judge(Side.of("A", counters[0]), Side.of("B", counters[1]), rocks, "rocksdb_compactions")
     assert v.kind == "sampled" and v.css == "grey"
 
 

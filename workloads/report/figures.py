@@ -3,7 +3,10 @@
 Conventions every figure follows, because the browser test and readers rely on them:
 one colour per strategy across the whole page; every trace's ``name`` is the strategy (traces of
 the same strategy share a ``legendgroup`` so the legend toggles them together); backends are
-facets (subplot columns) or categories, never colours.
+facets (subplot columns) or categories, never colours. Two kinds of trace are not a strategy and
+say so in ``meta``: compaction markers on the state plot (name "compaction ran", one legend
+entry toggling them all, ``meta.kind == "compactions"``), and the knob-sweep chart's lines, whose
+x axis is the knob and whose lines are backends (told apart by symbol and dash, not colour).
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from workloads.report.fmt import DASH, fmt_value
 from workloads.report.load import Run, ScenarioKey
-from workloads.report.metrics import spec_for
-from workloads.report.stats import pareto_points, stat
+from workloads.report.metrics import STORED_ENTRIES, rocksdb_metric, spec_for
+from workloads.report.runinfo import is_paced, paced_note, sweep
+from workloads.report.stats import compaction_marks, pareto_points, stat
+from workloads.results.summaries import Samples
 
 #: Okabe-Ito, colour-blind safe; "none" (the baseline) gets neutral grey.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442")
@@ -33,6 +39,40 @@ CHECKPOINT_LINES = (
     ("checkpoint_bytes", "full", "solid"),
     ("checkpoint_uploaded_bytes", "uploaded", "dot"),
 )
+#: Checkpoint phases stacked per checkpoint: (metric, label, bar pattern).
+CHECKPOINT_PHASES = (
+    ("checkpoint_sync_ms", "sync", ""),
+    ("checkpoint_async_ms", "async", "/"),
+    ("checkpoint_upload_ms", "upload", "."),
+)
+#: State panels that carry compaction markers: where a compaction's effect shows.
+MARKED_ROWS = ("expired_present_entries", "physical_bytes")
+COMPACTION_MARKER = {"symbol": "diamond-open", "size": 9, "color": "#111", "line": {"width": 1.5}}
+COMPACTION_NAME = "compaction ran"
+#: RocksDB activity panels: (title, ((metric, line label, dash), ...), unit).
+ROCKSDB_PANELS: tuple[tuple[str, tuple[tuple[str, str, str], ...], str], ...] = (
+    ("compactions (solid), flushes (dotted)",
+     (("rocksdb_compactions", "compactions", "solid"), ("rocksdb_flushes", "flushes", "dot")),
+     "count"),
+    ("bytes compacted: written (solid), read (dotted)",
+     (("rocksdb_compaction_write_bytes", "compaction written", "solid"),
+      ("rocksdb_compaction_read_bytes", "compaction read", "dot")),
+     "bytes"),
+    ("write amplification", (("rocksdb_write_amp", "write amplification", "solid"),), "x"),
+    ("SST files", (("rocksdb_sst_files", "SST files", "solid"),), "count"),
+    ("bytes: SST files (solid), memtables (dotted)",
+     (("rocksdb_sst_bytes", "SST", "solid"), ("rocksdb_memtable_bytes", "memtable", "dot")),
+     "bytes"),
+)
+#: Knob-sweep panels: (metric, title).
+SWEEP_PANELS = (
+    ("records_per_s", "throughput (records/s)"),
+    (STORED_ENTRIES, "peak stored entries"),
+    ("latency_p99_us", "p99 latency"),
+    ("checkpoint_bytes", "checkpoint bytes (median)"),
+)
+SWEEP_LINES = (("solid", "circle"), ("dash", "square"), ("dot", "diamond"), ("dashdot", "x"))
+SWEEP_COLOUR = "#333333"
 
 
 @dataclass
@@ -52,9 +92,19 @@ def slug(text: str) -> str:
 
 
 def colours(run: Run) -> dict[str, str]:
-    """Strategy -> colour, stable for a given set of strategies."""
+    """Strategy -> colour, stable for a given set of strategies.
+
+    A knob sweep's labels get an ordered single-hue ramp (light to dark purple along the knob, a
+    hue the Okabe-Ito palette does not use), so the other strategies keep their distinct colours
+    and the sweep reads as one family."""
     result: dict[str, str] = {}
-    others = [s for s in run.strategies if s != "none"]
+    swept = sweep(run)
+    labels = [s for s in (swept.labels if swept else ()) if s in run.strategies]
+    if labels:
+        ramp = sample_colorscale("Purples", [0.45 + 0.55 * i / max(1, len(labels) - 1)
+                                             for i in range(len(labels))])
+        result.update(zip(labels, ramp))
+    others = [s for s in run.strategies if s != "none" and s not in result]
     for i, strategy in enumerate(others):
         result[strategy] = PALETTE[i % len(PALETTE)]
     if "none" in run.strategies:
@@ -88,18 +138,26 @@ def _layout(fig: go.Figure, height: int) -> None:
 
 
 def _y_format(fig: go.Figure, unit: str, row: int, col: int) -> None:
-    suffix = {"bytes": "B", "us": " µs", "ms": " ms"}.get(unit, "")
-    fig.update_yaxes(tickformat="~s", ticksuffix=suffix, rangemode="tozero", row=row, col=col)
+    suffix = {"bytes": "B", "us": " µs", "ms": " ms", "x": "\u00d7"}.get(unit, "")
+    # a factor reads as 1.5x, not as SI's "1.5" with milli ticks below 1
+    tickformat = ".3~g" if unit == "x" else "~s"
+    fig.update_yaxes(tickformat=tickformat, ticksuffix=suffix, rangemode="tozero", row=row,
+                     col=col)
 
 
 def _na_note(run: Run, workload: str) -> str:
     items = [k for k in run.scenarios(workload) if k in run.not_applicable]
     if not items:
         return ""
+    # a swept strategy's labels share their reason: name the strategy once
+    grouped: dict[tuple[str, str, str], list[str]] = {}
+    for k in items:
+        base = k.strategy.split("(", 1)[0].strip()
+        grouped.setdefault((base, k.backend, run.not_applicable[k]), []).append(k.strategy)
     parts = [
-        f"{k.strategy} on {k.backend}"
-        + (f" ({run.not_applicable[k]})" if run.not_applicable[k] else "")
-        for k in items
+        (labels[0] if len(labels) == 1 else f"{base} ({len(labels)} swept values)")
+        + f" on {backend}" + (f" ({reason})" if reason else "")
+        for (base, backend, reason), labels in grouped.items()
     ]
     return " Not applicable, so not shown: " + "; ".join(parts) + "."
 
@@ -133,6 +191,8 @@ def state_chart(run: Run, workload: str) -> Chart | None:
     )
     colour, shown = colours(run), set()
     strategies: list[str] = []
+    marked = [m for m in MARKED_ROWS if m in rows] or rows[:1]
+    legend_shown = False
     for r, metric in enumerate(rows, start=1):
         unit = run.units.get(metric, spec_for(metric).unit)
         for c, backend in enumerate(backends, start=1):
@@ -159,19 +219,65 @@ def state_chart(run: Run, workload: str) -> Chart | None:
                 shown.add(key.strategy)
                 if key.strategy not in strategies:
                     strategies.append(key.strategy)
+                if metric in marked:
+                    legend_shown = _compaction_markers(
+                        fig, run, key, samples, divisor, (r, c), legend_shown)
     if not strategies:
         return None
     fig.update_xaxes(title_text=xlabel, row=len(rows))
     _layout(fig, 190 * len(rows) + 140)
+    note = (
+        " Open diamonds (legend: compaction ran) mark the samples by which RocksDB had run a "
+        "compaction since the previous sample, on each strategy's "
+        + " and ".join(spec_for(m).label for m in marked) + " lines."
+        if legend_shown else ""
+    )
     return Chart(
         f"fig-state-{slug(workload)}",
         f"State size over logical time — {workload}",
         "Entries held (live, and expired but not yet removed) and bytes (logical payload and "
         "physical footprint), summed over tasks, one line per strategy, one column per backend."
-        + _na_note(run, workload),
+        + note + _clock_note(run, workload) + _na_note(run, workload),
         fig,
         _ordered(run, strategies),
     )
+
+
+def _clock_note(run: Run, workload: str) -> str:
+    return " " + paced_note(run, workload) if is_paced(run, workload) else ""
+
+
+def _compaction_markers(
+    fig: go.Figure, run: Run, key: ScenarioKey, samples: Samples, divisor: float,
+    cell: tuple[int, int], legend_shown: bool,
+) -> bool:
+    """Mark, on one strategy's line, the samples at which RocksDB had compacted since the
+    previous sample; returns whether the legend entry has been shown."""
+    marks = compaction_marks(run, key)
+    if marks is None or not marks.times_ms:
+        return legend_shown
+    at = np.isin(samples.times_ms, np.array(marks.times_ms, dtype=np.int64))
+    if not at.any():
+        return legend_shown
+    counts = dict(zip(marks.times_ms, marks.counts))
+    fig.add_trace(
+        go.Scatter(
+            x=samples.times_ms[at] / divisor,
+            y=samples.values[at],
+            mode="markers",
+            name=COMPACTION_NAME,
+            legendgroup="compactions",
+            showlegend=not legend_shown,
+            marker=COMPACTION_MARKER,
+            customdata=[counts[int(t)] for t in samples.times_ms[at]],
+            meta={"kind": "compactions", "strategy": key.strategy, "backend": key.backend},
+            hovertemplate="%{customdata} compaction(s) since the previous sample, at %{x:.4g}"
+            f"<extra>{key.strategy} · {key.backend}</extra>",
+        ),
+        row=cell[0],
+        col=cell[1],
+    )
+    return True
 
 
 def _ordered(run: Run, names: list[str]) -> list[str]:
@@ -247,7 +353,7 @@ def perf_chart(run: Run, workload: str) -> Chart | None:
         f"fig-perf-{slug(workload)}",
         f"Throughput and latency — {workload}",
         f"Median over repetitions (warm-up excluded); error bars span min{DASH}max."
-        + _na_note(run, workload),
+        + _clock_note(run, workload) + _na_note(run, workload),
         fig,
         _ordered(run, strategies),
     )
@@ -300,7 +406,7 @@ def checkpoint_chart(run: Run, workload: str) -> Chart | None:
         f"Checkpoint size — {workload}",
         "Solid: full checkpoint size; dotted: bytes uploaded for that checkpoint (equal to the "
         "full size in full mode, smaller when checkpoints are incremental). Summed over tasks."
-        + _na_note(run, workload),
+        + _clock_note(run, workload) + _na_note(run, workload),
         fig,
         _ordered(run, strategies),
     )
@@ -382,24 +488,255 @@ def pareto_chart(run: Run, workload: str) -> Chart | None:
         f"{spec_for(metric).label} over logical time, y the median throughput with "
         f"min{DASH}max bars. "
         "Large outlined markers are Pareto-optimal: no other configuration is both at least as "
-        "fast and at least as small. The dashed staircase is the frontier.",
+        "fast and at least as small. The dashed staircase is the frontier."
+        + _clock_note(run, workload),
         fig,
         strategies,
     )
 
 
+def _rocksdb_backends(run: Run, keys: list[ScenarioKey]) -> list[str]:
+    found = {k.backend for k in keys if any(rocksdb_metric(m) for m in run.samples.get(k, {}))}
+    return [b for b in run.backends if b in found]
+
+
+def rocksdb_chart(run: Run, workload: str) -> Chart | None:
+    """RocksDB's own activity over logical time, one line per strategy: flushes and
+    compactions, bytes compacted, write amplification, SST files, SST and memtable bytes.
+
+    One backend lays the panels out two per row; several put one backend per column."""
+    keys = [k for k in run.scenarios(workload) if k not in run.not_applicable]
+    backends = _rocksdb_backends(run, keys)
+    panels = [
+        p for p in ROCKSDB_PANELS
+        if any(run.get(k, m) is not None for k in keys for m, _, _ in p[1])
+    ]
+    if not backends or not panels:
+        return None
+    single = len(backends) == 1
+    n_rows = -(-len(panels) // 2) if single else len(panels)
+    n_cols = 2 if single else len(backends)
+    cells: dict[tuple[int, str], tuple[int, int]] = {}
+    for i in range(len(panels)):
+        for j, backend in enumerate(backends):
+            cells[(i, backend)] = (i // 2 + 1, i % 2 + 1) if single else (i + 1, j + 1)
+    titles = [""] * (n_rows * n_cols)
+    for (i, backend), (r, c) in cells.items():
+        titles[(r - 1) * n_cols + (c - 1)] = f"{backend} · {panels[i][0]}"
+    fig = make_subplots(rows=n_rows, cols=n_cols, subplot_titles=titles, shared_xaxes=True,
+                        vertical_spacing=0.09, horizontal_spacing=0.09)
+    divisor, xlabel = _time_axis(run)
+    colour, shown = colours(run), set()
+    strategies: list[str] = []
+    for (i, backend), (r, c) in cells.items():
+        _title, lines, unit = panels[i]
+        _y_format(fig, unit, r, c)
+        for key in keys:
+            if key.backend != backend:
+                continue
+            for metric, label, dash in lines:
+                samples = run.get(key, metric)
+                if samples is None or samples.kind != "series":
+                    continue
+                fig.add_trace(
+                    go.Scatter(
+                        x=samples.times_ms / divisor,
+                        y=samples.values,
+                        mode="lines",
+                        name=key.strategy,
+                        legendgroup=key.strategy,
+                        showlegend=key.strategy not in shown,
+                        line={"color": colour[key.strategy], "width": 2, "dash": dash,
+                              "shape": "hv" if unit == "count" else "linear"},
+                        hovertemplate=f"{label}: %{{y:.3s}} at %{{x:.4g}}"
+                        f"<extra>{key.strategy} · {backend}</extra>",
+                    ),
+                    row=r,
+                    col=c,
+                )
+                shown.add(key.strategy)
+                if key.strategy not in strategies:
+                    strategies.append(key.strategy)
+    if not strategies:
+        return None
+    fig.update_xaxes(title_text=xlabel, row=n_rows)
+    _layout(fig, 210 * n_rows + 140)
+    return Chart(
+        f"fig-rocksdb-{slug(workload)}",
+        f"RocksDB activity over logical time — {workload}",
+        "RocksDB's own counters, one line per strategy: compactions and flushes since the "
+        "backend opened, bytes compactions wrote and read, write amplification ((flushed + "
+        "compaction-written bytes) / flushed bytes), live SST files, and bytes in SST files "
+        "and memtables. Job totals over tasks; the expired entries a compaction filter drops "
+        "leave when a compaction runs."
+        + _clock_note(run, workload) + _na_note(run, workload),
+        fig,
+        _ordered(run, strategies),
+    )
+
+
+def checkpoint_time_chart(run: Run, workload: str) -> Chart | None:
+    """Each checkpoint's duration split into sync, async and upload, stacked: backend columns,
+    bars grouped by strategy (colour) and checkpoint id, phases told apart by bar pattern."""
+    keys = [k for k in run.scenarios(workload) if k not in run.not_applicable]
+    measured = [p for p in CHECKPOINT_PHASES if any(run.get(k, p[0]) is not None for k in keys)]
+    if len(measured) < 2:  # one phase alone is the duration table's column, not a breakdown
+        return None
+    backends = [b for b in _backends(run, workload)
+                if any(k.backend == b and run.get(k, m) is not None
+                       for k in keys for m, _, _ in measured)]
+    fig = make_subplots(rows=1, cols=len(backends), subplot_titles=backends,
+                        horizontal_spacing=0.06)
+    colour, shown = colours(run), set()
+    strategies: list[str] = []
+    for c, backend in enumerate(backends, start=1):
+        _y_format(fig, "ms", 1, c)
+        for key in keys:
+            if key.backend != backend:
+                continue
+            for metric, label, pattern in measured:
+                samples = run.get(key, metric)
+                if samples is None:
+                    continue
+                ids = [str(int(step)) for step in samples.steps]
+                fig.add_trace(
+                    go.Bar(
+                        x=[[key.strategy] * len(ids), ids],
+                        y=samples.values,
+                        name=key.strategy,
+                        legendgroup=key.strategy,
+                        showlegend=key.strategy not in shown,
+                        marker={
+                            "color": colour[key.strategy],
+                            "pattern": {"shape": pattern, "fgcolor": "#ffffff", "size": 6,
+                                        "solidity": 0.4},
+                        },
+                        meta={"phase": label},
+                        hovertemplate=f"checkpoint %{{x}}: {label} %{{y:.3s}} ms"
+                        f"<extra>{key.strategy} · {backend}</extra>",
+                    ),
+                    row=1,
+                    col=c,
+                )
+                shown.add(key.strategy)
+                if key.strategy not in strategies:
+                    strategies.append(key.strategy)
+    if not strategies:
+        return None
+    fig.update_layout(barmode="stack", bargap=0.15)
+    fig.update_xaxes(tickfont={"size": 9})
+    _layout(fig, 440)
+    phases = ", ".join(
+        f"{label} ({'solid' if not pattern else 'hatched' if pattern == '/' else 'dotted'})"
+        for _, label, pattern in measured
+    )
+    return Chart(
+        f"fig-checkpoint-time-{slug(workload)}",
+        f"Checkpoint duration by phase — {workload}",
+        f"One stacked bar per checkpoint (x: strategy, then checkpoint id), split into {phases}. "
+        "Each phase is its slowest task's time, so a stack can exceed the checkpoint's total."
+        + _clock_note(run, workload) + _na_note(run, workload),
+        fig,
+        _ordered(run, strategies),
+    )
+
+
+def sweep_chart(run: Run, workload: str) -> Chart | None:
+    """A swept knob on x (log when its values span more than 10x), one panel per headline metric
+    (throughput, peak stored entries, p99 latency, checkpoint bytes), one line per backend;
+    throughput and latency carry min-max bars over repetitions."""
+    swept = sweep(run)
+    if swept is None:
+        return None
+    labelled = dict(zip(swept.labels, swept.values))
+    keys = [k for k in run.scenarios(workload)
+            if k.strategy in labelled and k not in run.not_applicable]
+    panels = [(m, t) for m, t in SWEEP_PANELS if any(run.get(k, m) is not None for k in keys)]
+    backends = [b for b in run.backends if any(k.backend == b for k in keys)]
+    if not panels or not backends:
+        return None
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[t for _, t in panels],
+                        horizontal_spacing=0.07)
+    knob = f"{swept.strategy} {swept.knob}".strip()
+    for c, (metric, _title) in enumerate(panels, start=1):
+        unit = run.units.get(metric, spec_for(metric).unit)
+        _y_format(fig, unit, 1, c)
+        for j, backend in enumerate(backends):
+            points = []
+            for label, x in labelled.items():
+                s = stat(run, ScenarioKey(workload, backend, label), metric)
+                if s is not None:
+                    points.append((x, s, label))
+            if not points:
+                continue
+            points.sort(key=lambda p: p[0])
+            dash, symbol = SWEEP_LINES[j % len(SWEEP_LINES)]
+            spread = metric != STORED_ENTRIES and metric != "checkpoint_bytes"
+            fig.add_trace(
+                go.Scatter(
+                    x=[p[0] for p in points],
+                    y=[p[1].center for p in points],
+                    mode="lines+markers",
+                    name=backend,
+                    legendgroup=backend,
+                    showlegend=c == 1,
+                    line={"color": SWEEP_COLOUR, "dash": dash, "width": 2},
+                    marker={"symbol": symbol, "size": 8, "color": SWEEP_COLOUR},
+                    error_y={
+                        "type": "data", "symmetric": False, "thickness": 1, "width": 3,
+                        "array": [p[1].hi - p[1].center for p in points],
+                        "arrayminus": [p[1].center - p[1].lo for p in points],
+                        "visible": spread,
+                    },
+                    meta={"kind": "sweep", "backend": backend, "metric": metric},
+                    hovertext=[f"{p[2]} · {backend}<br>{fmt_value(p[1].center, unit)}"
+                               for p in points],
+                    hoverinfo="text",
+                ),
+                row=1,
+                col=c,
+            )
+        fig.update_xaxes(title_text=knob, type="log" if swept.log_axis else "linear",
+                         row=1, col=c)
+    if not fig.data:
+        return None
+    _layout(fig, 400)
+    fig.update_layout(legend={"title": {"text": "backend"}})
+    values = ", ".join(f"{v:g}" for v in swept.values)
+    return Chart(
+        f"fig-sweep-{slug(workload)}",
+        f"Knob sweep: {knob} — {workload}",
+        f"{swept.strategy} run once per value of {swept.knob} ({values}); one line per backend "
+        f"(symbol and dash), x on a {'log' if swept.log_axis else 'linear'} axis. Throughput "
+        f"and p99 latency: median with min{DASH}max over repetitions; peak stored entries over "
+        "logical time; checkpoint bytes: median over checkpoints."
+        + _clock_note(run, workload) + _na_note(run, workload),
+        fig,
+        [],
+    )
+
+
+#: Sections in page order and the charts each holds per workload. "rocksdb" and "sweep" appear
+#: only when a run has RocksDB counters or a knob sweep.
+BUILDERS = {
+    "pareto": (pareto_chart,),
+    "state": (state_chart,),
+    "rocksdb": (rocksdb_chart,),
+    "perf": (perf_chart,),
+    "checkpoint": (checkpoint_chart, checkpoint_time_chart),
+    "sweep": (sweep_chart,),
+}
+OPTIONAL_SECTIONS = frozenset({"rocksdb", "sweep"})
+
+
 def charts(run: Run) -> dict[str, list[Chart]]:
-    """All charts by section name ("pareto", "state", "perf", "checkpoint")."""
-    builders = {
-        "pareto": pareto_chart,
-        "state": state_chart,
-        "perf": perf_chart,
-        "checkpoint": checkpoint_chart,
-    }
+    """All charts by section name (see :data:`BUILDERS`), each section's charts by workload."""
     result: dict[str, list[Chart]] = {}
-    for section, build in builders.items():
-        made = [build(run, w) for w in run.workloads]
-        result[section] = [c for c in made if c is not None]
+    for section, builders in BUILDERS.items():
+        made = [build(run, w) for w in run.workloads for build in builders]
+        kept = [c for c in made if c is not None]
+        if kept or section not in OPTIONAL_SECTIONS:
+            result[section] = kept
     return _unique_ids(result)
 
 

@@ -11,17 +11,22 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from workloads.report.fmt import DASH, compare_phrase, connector, fmt_value, si
 from workloads.report.load import Run, ScenarioKey
 from workloads.report.metrics import STORED_ENTRIES
-from workloads.report.stats import Stat, pareto_points, stat
+from workloads.report.runinfo import TTL_DB, is_paced, paced_note, rocksdb_options, sweep
+from workloads.report.stats import Stat, compaction_marks, pareto_points, stat
 
 BASELINE = "none"
+COMPACTION_FILTER = "compaction_filter"
 
 
 @dataclass
 class Sentence:
-    """A finding: text segments (text, bold) plus a severity ("info" or "warn")."""
+    """A finding: text segments (text, bold) plus a severity: "info", "warn", or "clock" (which
+    numbers of a workload are wall-clock driven)."""
 
     parts: list[tuple[str, bool]] = field(default_factory=list)
     severity: str = "info"
@@ -187,11 +192,209 @@ def _pareto(run: Run, workload: str) -> list[Sentence]:
     return [s.t(".")]
 
 
+def _base(strategy: str) -> str:
+    return strategy.split("(", 1)[0].strip()
+
+
+def _count(value: float, noun: str) -> str:
+    """'14 compactions', '1 flush'."""
+    n = round(float(value))
+    plural = noun if n == 1 else (noun + "es" if noun.endswith("sh") else noun + "s")
+    return f"{fmt_value(float(n), 'count')} {plural}"
+
+
+def _peak(run: Run, key: ScenarioKey) -> tuple[str, Stat] | None:
+    for metric, what in ((STORED_ENTRIES, "stored entries"), ("live_entries", "live entries")):
+        s = stat(run, key, metric)
+        if s is not None:
+            return what, s
+    return None
+
+
+def _why_nothing(run: Run, key: ScenarioKey, times_ms: tuple[int, ...]) -> str:
+    """Why compactions that ran dropped nothing, from the numbers the run holds."""
+    written = stat(run, key, "rocksdb_compaction_write_bytes")
+    if written is not None and written.hi == 0:
+        return "they were trivial moves that rewrote no data (0 B written by compactions)"
+    expired = run.get(key, "expired_present_entries")
+    if expired is not None and times_ms:
+        at = np.isin(expired.times_ms, np.array(times_ms, dtype=np.int64))
+        if at.any() and float(np.nanmax(expired.values[at])) == 0:
+            return "no entry had expired yet when they ran"
+    return "the entries they rewrote had not expired yet (or expired ones sat in files no " \
+        "compaction touched)"
+
+
+def _compaction_filter(run: Run, backend: str, keys: list[ScenarioKey]) -> list[Sentence]:
+    """Whether RocksDB's compaction filter removed anything, with its trade-off against
+    ``none``, or why it removed nothing (no compaction ran; compactions that dropped nothing)."""
+    out: list[tuple[str, ScenarioKey, Sentence]] = []  # (outcome, scenario, sentence)
+    base = next((k for k in keys if k.strategy == BASELINE), None)
+    for key in (k for k in keys if _base(k.strategy) == COMPACTION_FILTER):
+        marks = compaction_marks(run, key)
+        if marks is None and "rocksdb" not in backend:
+            continue  # a heap stand-in without RocksDB compactions: nothing to explain
+        removed_stat = stat(run, key, "cleanup_removed_compaction_filter")
+        if removed_stat is None and marks is None:
+            continue
+        removed = removed_stat.center if removed_stat is not None else 0.0
+        counts = ""
+        if marks is not None:
+            counts = _count(marks.total or 0.0, "compaction")
+            if marks.flushes is not None:
+                counts = f"{_count(marks.flushes, 'flush')}, {counts}"
+        s = Sentence().t(f"On {backend}, ").b(key.strategy)
+        if removed > 0:
+            peak, peak_base = _peak(run, key), _peak(run, base) if base is not None else None
+            if peak is not None and peak_base is not None and base is not None:
+                what, mine = peak
+                theirs = peak_base[1]
+                s.t(f" keeps {compare_phrase(mine.center, theirs.center, what, down='fewer')} "
+                    f"at peak{connector(mine.center, theirs.center)}").b(base.strategy)
+                s.t(f" ({fmt_value(mine.center, 'entries')} vs "
+                    f"{fmt_value(theirs.center, 'entries')})")
+                s.t(_cost(run, key, base).replace(", at", " at", 1) + "; it")
+            s.t(f" removed {fmt_value(removed, 'entries')} expired entries")
+            if marks is not None and marks.total:
+                s.t(f" in {_count(marks.total, 'compaction')}")
+            out.append(("removed", key, s.t(".")))
+            continue
+        s.severity = "warn"
+        if marks is None:
+            out.append(("unknown", key, s.t(" removed nothing, and the run recorded no RocksDB "
+                                            "compaction counts to say why.")))
+            continue
+        if not marks.ran:
+            s.t(f" removed nothing: no compaction ran ({counts}), and RocksDB applies the "
+                "filter only while compacting")
+            expired = stat(run, key, "expired_present_entries")
+            if expired is not None and expired.last is not None:
+                s.t(f", so {fmt_value(expired.last, 'entries')} expired entries were still "
+                    "stored at the end")
+            out.append(("no-compaction", key, s.t(".")))
+            continue
+        s.t(f" removed nothing: compactions ran but dropped nothing ({counts}); "
+            f"{_why_nothing(run, key, marks.times_ms)}.")
+        out.append(("dropped-nothing", key, s))
+    return _merge_alike(out)
+
+
+def _merge_alike(items: list[tuple[str, ScenarioKey, Sentence]]) -> list[Sentence]:
+    """One sentence per way of removing nothing: the swept values of a knob that all ended the
+    same way are named after the first one's sentence instead of repeating it."""
+    out: list[Sentence] = []
+    first: dict[str, Sentence] = {}
+    alike: dict[str, list[str]] = {}
+    for outcome, key, sentence in items:
+        if outcome == "removed" or outcome not in first:
+            out.append(sentence)
+            first.setdefault(outcome, sentence)
+            continue
+        alike.setdefault(outcome, []).append(key.strategy)
+    for outcome, labels in alike.items():
+        first[outcome].t(" The same for ").b(", ".join(labels)).t(".")
+    return out
+
+
+def _schedule(run: Run, backend: str, keys: list[ScenarioKey]) -> list[Sentence]:
+    """How far behind its paced schedule each strategy ran (paced workloads only)."""
+    p99 = _stats(run, keys, "schedule_lag_p99_ms")
+    if not p99:
+        return []
+    late = _stats(run, keys, "late_records_share")
+
+    def detail(key: ScenarioKey) -> str:
+        parts = [f"p99 {fmt_value(p99[key].center, 'ms')}"]
+        if key in late:
+            parts.append(f"{fmt_value(late[key].center, 'share')} of records late")
+        return ", ".join(parts)
+
+    if late and all(s.hi == 0 for s in late.values()):
+        return [Sentence().t(f"On {backend}, every strategy kept up with its paced source "
+                             "(no record processed late).")]
+    worst = max(p99, key=lambda k: p99[k].center)
+    best = min(p99, key=lambda k: p99[k].center)
+    s = Sentence().t(f"On {backend}, ").b(worst.strategy)
+    s.t(f" ran furthest behind its paced source ({detail(worst)})")
+    if best != worst:
+        s.t("; ").b(best.strategy).t(f" kept closest to it ({detail(best)})")
+    return [s.t(".")]
+
+
+def _clock(run: Run, workload: str) -> list[Sentence]:
+    if not is_paced(run, workload):
+        return []
+    return [Sentence(severity="clock").t(paced_note(run, workload))]
+
+
+def _like_for_like(run: Run, workload: str) -> list[Sentence]:
+    """Whether RocksDB's compaction filter and its baseline differ only in cleanup."""
+    layout = rocksdb_options(run, workload).get("state_layout")
+    ran = [
+        k for k in run.scenarios(workload)
+        if _base(k.strategy) == COMPACTION_FILTER and k not in run.not_applicable
+        and (compaction_marks(run, k) is not None or "rocksdb" in k.backend)
+    ]
+    if not ran or not isinstance(layout, str):
+        return []
+    backends = ", ".join(dict.fromkeys(k.backend for k in ran))
+    if layout == TTL_DB:
+        return [
+            Sentence().t(f"Like for like: on {backends} every strategy ran in the TTL-DB "
+                         "layout (each state in a RocksDB database of its own, as the "
+                         "compaction filter needs), so ").b(COMPACTION_FILTER)
+            .t(" differs from ").b(BASELINE).t(" only in its cleanup.")
+        ]
+    return [
+        Sentence(severity="warn").t(f"Not like for like: on {backends} ").b(COMPACTION_FILTER)
+        .t(" keeps each state in a TTL database of its own while the other strategies share "
+           f"the {layout.replace('_', ' ')} layout, so part of its difference from ")
+        .b(BASELINE).t(" is layout, not cleanup.")
+    ]
+
+
+def _sweep(run: Run, workload: str) -> list[Sentence]:
+    """Per backend, what moving the swept knob from its lowest to its highest value does."""
+    swept = sweep(run)
+    if swept is None:
+        return []
+    ordered = sorted(zip(swept.values, swept.labels))
+    out = []
+    for backend in run.backends:
+        found = [
+            (v, ScenarioKey(workload, backend, label)) for v, label in ordered
+            if ScenarioKey(workload, backend, label) in run.samples
+        ]
+        if len(found) < 2:
+            continue
+        (lo_v, lo), (hi_v, hi) = found[0], found[-1]
+        s = Sentence().t(f"On {backend}, raising ").b(f"{swept.strategy} {swept.knob}")
+        s.t(f" from {lo_v:g} to {hi_v:g} gives ")
+        parts = []
+        for metric, noun, unit in ((STORED_ENTRIES, "peak stored entries", "entries"),
+                                   ("records_per_s", "throughput", "records/s"),
+                                   ("latency_p99_us", "p99 latency", "us")):
+            a, b = stat(run, lo, metric), stat(run, hi, metric)
+            if a is None or b is None:
+                continue
+            down = "fewer" if unit == "entries" else "lower"
+            parts.append(f"{compare_phrase(b.center, a.center, noun, down=down)} "
+                         f"({fmt_value(a.center, unit)} to {fmt_value(b.center, unit)})")
+        if not parts:
+            continue
+        head, *rest = parts
+        s.t(head + (" at " + " and ".join(rest) if rest else "") + ".")
+        out.append(s)
+    return out
+
+
 def findings(run: Run) -> dict[str, list[Sentence]]:
-    """Findings per workload, ordered: throughput, state, checkpoints, correctness, overall."""
+    """Findings per workload, ordered: which numbers are wall-clock driven; per backend
+    throughput, state, checkpoints, the compaction filter, schedule lag, correctness; then the
+    like-for-like note, the knob sweep and the overall trade-off."""
     result: dict[str, list[Sentence]] = {}
     for workload in run.workloads:
-        out: list[Sentence] = []
+        out: list[Sentence] = _clock(run, workload)
         for backend in run.backends:
             keys = [
                 k
@@ -200,8 +403,11 @@ def findings(run: Run) -> dict[str, list[Sentence]]:
             ]
             if not keys:
                 continue
-            for part in (_throughput, _state, _checkpoints, _correctness):
+            for part in (_throughput, _state, _checkpoints, _compaction_filter, _schedule,
+                         _correctness):
                 out.extend(part(run, backend, keys))
+        out.extend(_like_for_like(run, workload))
+        out.extend(_sweep(run, workload))
         out.extend(_pareto(run, workload))
         result[workload] = out
     return result

@@ -53,6 +53,10 @@ def fmt_value(value: float | None, unit: str) -> str:
         return _duration_us(value * 1e3)
     if unit in ("records/s", "ops/s"):
         return si(value, "/s")
+    if unit == "share":  # a fraction 0..1 reads as a percentage
+        return f"{_sig(value * 100)}%"
+    if unit == "x":  # a factor such as write amplification
+        return f"{_sig(value)}{TIMES}"
     if unit in ("entries", "count"):
         if abs(value) < 10_000 and float(value).is_integer():
             return f"{int(value):,}"

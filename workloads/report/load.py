@@ -2,9 +2,9 @@
 
 The rows table is tidy and may hold per-task rows, task=-1 totals, or both.  Everything
 downstream (tables, plots, findings, diffs) wants exactly one job-wide number per step, so this
-module is the single place that decides how rows collapse: prefer the task=-1 total when the run
-wrote one (it may be more than a sum, e.g. a merged latency histogram), otherwise combine the
-tasks per step with ``sum`` for additive units and ``max`` for durations.
+module groups them by scenario and metric; how rows collapse to one value per step (the task=-1
+total, else the tasks combined) is ``workloads.results.summaries.collapse``, shared with the CLI
+and asv.
 """
 
 from __future__ import annotations
@@ -16,15 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from workloads.report.metrics import (
+from workloads.report.metrics import spec_for
+from workloads.results.summaries import (
     NOT_APPLICABLE,
     STORED_ENTRIES,
-    is_additive,
-    is_event_metric,
-    spec_for,
+    Samples,
+    ScenarioKey,
+    collapse,
+    metric_kind,
+    stored_entries,
 )
 
 #: Preferred display orders; anything else found in a run is appended alphabetically.
@@ -33,34 +36,6 @@ BACKEND_ORDER = ("heap", "rocksdb")
 
 _REQUIRED = ("workload", "backend", "strategy", "metric", "value")
 _OPTIONAL_DEFAULTS: dict[str, Any] = {"task": -1, "step": 0, "logical_time_ms": -1, "unit": ""}
-
-
-@dataclass(frozen=True, order=True)
-class ScenarioKey:
-    """One benchmarked combination; the report's unit of comparison."""
-
-    workload: str
-    backend: str
-    strategy: str
-
-    @property
-    def label(self) -> str:
-        return f"{self.workload}/{self.backend}/{self.strategy}"
-
-
-@dataclass(frozen=True)
-class Samples:
-    """Job-wide samples of one metric in one scenario, ordered by step.
-
-    ``kind`` is "summary" (step = repetition), "event" (step = checkpoint id) or "series"
-    (step = sample index over logical time).
-    """
-
-    kind: str
-    unit: str
-    steps: np.ndarray
-    times_ms: np.ndarray
-    values: np.ndarray
 
 
 @dataclass
@@ -145,14 +120,57 @@ def read_meta(run_dir: Path) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {"run_json": meta}
 
 
-def _columns(run_dir: Path) -> dict[str, list[Any]]:
+class RunFolderError(ValueError):
+    """A folder that is not a complete statebench run; the message says what is missing or
+    wrong, in one line (``report`` and ``diff`` print it instead of a traceback)."""
+
+
+def _rows_table(run_dir: Path) -> pa.Table:
+    """rows.parquet, or a :class:`RunFolderError` naming exactly what is wrong with it."""
+    if not run_dir.exists():
+        raise RunFolderError(f"{run_dir}: not a statebench run folder: no such folder")
+    if not run_dir.is_dir():
+        raise RunFolderError(f"{run_dir}: not a folder (give a run folder, results/<run-id>)")
     path = run_dir / "rows.parquet"
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found: is {run_dir} a statebench run directory?")
-    table = pq.read_table(path)
+    if not path.is_file():
+        raise RunFolderError(f"{run_dir}: not a statebench run folder: rows.parquet is missing")
+    size = path.stat().st_size
+    if size < 12:  # "PAR1" + footer length + "PAR1": a run killed while writing its rows
+        raise RunFolderError(f"{path}: incomplete, {size} bytes (the run was interrupted while "
+                             "writing it; run it again)")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise RunFolderError(f"{path}: not a readable Parquet file ({first})") from None
     missing = [c for c in _REQUIRED if c not in table.column_names]
     if missing:
-        raise ValueError(f"{path} lacks required columns {missing}")
+        raise RunFolderError(
+            f"{path}: not statebench metric rows: missing column(s) {', '.join(missing)} "
+            f"(has {', '.join(table.column_names) or 'no columns'})")
+    return table
+
+
+def check_run_folder(run_dir: str | Path) -> Path:
+    """A complete run folder (rows.parquet readable with the metric columns, run.json a JSON
+    object), else a :class:`RunFolderError` saying what is missing or wrong."""
+    run_dir = Path(run_dir)
+    _rows_table(run_dir)
+    meta = run_dir / "run.json"
+    if not meta.is_file():
+        raise RunFolderError(f"{run_dir}: incomplete run folder: run.json is missing (a "
+                             "complete run writes it last)")
+    try:
+        doc = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RunFolderError(f"{meta}: not valid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise RunFolderError(f"{meta}: expected a JSON object, got {type(doc).__name__}")
+    return run_dir
+
+
+def _columns(run_dir: Path) -> dict[str, list[Any]]:
+    table = _rows_table(run_dir)
     n = table.num_rows
     cols = {c: table.column(c).to_pylist() for c in _REQUIRED}
     for name, default in _OPTIONAL_DEFAULTS.items():
@@ -172,47 +190,6 @@ def _not_applicable_reasons(meta: dict[str, Any]) -> dict[tuple[str, str], str]:
         if isinstance(item, dict) and "backend" in item and "strategy" in item:
             reasons[(str(item["backend"]), str(item["strategy"]))] = str(item.get("reason", ""))
     return reasons
-
-
-def _collapse(unit: str, rows: list[tuple[int, int, int, float]]) -> tuple[np.ndarray, ...]:
-    """Collapse (task, step, time, value) rows to one value per step (see module docstring)."""
-    totals = [r for r in rows if r[0] == -1]
-    use = totals or rows
-    combine = np.sum if (not totals and is_additive(unit)) else np.max
-    by_step: dict[int, list[tuple[int, float]]] = defaultdict(list)
-    for _task, step, t, v in use:
-        by_step[step].append((t, v))
-    steps = np.array(sorted(by_step), dtype=np.int64)
-    times = np.array([max(t for t, _ in by_step[s]) for s in steps], dtype=np.int64)
-    if totals:
-        # Duplicate totals for one step should not happen; a mean keeps them harmless.
-        values = [float(np.mean([v for _, v in by_step[s]])) for s in steps]
-    else:
-        values = [float(combine([v for _, v in by_step[s]])) for s in steps]
-    return steps, times, np.array(values, dtype=np.float64)
-
-
-def _kind(metric: str, times: list[int]) -> str:
-    if all(t == -1 for t in times):
-        return "summary"
-    return "event" if is_event_metric(metric) else "series"
-
-
-def _stored_entries(metrics: dict[str, Samples]) -> Samples | None:
-    """live + expired-present per step: what a cleanup strategy actually shrinks."""
-    live, expired = metrics.get("live_entries"), metrics.get("expired_present_entries")
-    if live is None or expired is None:
-        return None
-    common, li, ei = np.intersect1d(live.steps, expired.steps, return_indices=True)
-    if common.size == 0:
-        return None
-    return Samples(
-        kind=live.kind,
-        unit=live.unit,
-        steps=common,
-        times_ms=live.times_ms[li],
-        values=live.values[li] + expired.values[ei],
-    )
 
 
 def load_run(run_dir: str | Path) -> Run:
@@ -255,8 +232,8 @@ def load_run(run_dir: str | Path) -> Run:
         if key in run.not_applicable:
             continue
         unit = run.units[metric]
-        steps, times, values = _collapse(unit, rows)
-        kind = _kind(metric, [r[2] for r in rows])
+        steps, times, values = collapse(unit, rows)
+        kind = metric_kind(metric, [r[2] for r in rows])
         run.samples.setdefault(key, {})[metric] = Samples(kind, unit, steps, times, values)
 
     # A scenario whose rows were all null still ran: keep it so every cell shows "—".
@@ -264,7 +241,7 @@ def load_run(run_dir: str | Path) -> Run:
         run.samples.setdefault(key, {})
 
     for metrics in run.samples.values():
-        stored = _stored_entries(metrics)
+        stored = stored_entries(metrics)
         if stored is not None:
             metrics[STORED_ENTRIES] = stored
             run.units.setdefault(STORED_ENTRIES, stored.unit)

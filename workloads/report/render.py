@@ -28,6 +28,8 @@ SECTION_TITLES = {
     "state": "State size",
     "perf": "Throughput & latency",
     "checkpoint": "Checkpoints",
+    "rocksdb": "RocksDB activity",
+    "sweep": "Knob sweep",
 }
 
 

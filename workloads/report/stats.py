@@ -1,12 +1,8 @@
-"""One summary number (with its spread) per scenario and metric.
+"""The report's view of one summary number (with its spread) per scenario and metric.
 
 Every view that shows a single number -- tables, findings, the Pareto plot, diffs -- takes it from
-here, so "median of repetitions" versus "peak over time" is decided in exactly one place:
-
-* summary metrics (step = repetition): median, min-max and IQR over repetitions;
-* event metrics (step = checkpoint id): median over checkpoints;
-* series metrics (step = sample): the peak, because capacity planning cares about the high-water
-  mark, with the series' range and sample count as context.
+here, and this module takes the rule from ``workloads.results.summaries`` (shared with the CLI's
+summary table and asv): median of repetitions, median over checkpoints, peak over logical time.
 """
 
 from __future__ import annotations
@@ -15,46 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workloads.report.load import Run, Samples, ScenarioKey
+from workloads.report.load import Run, ScenarioKey
+from workloads.results.summaries import BASIS, Stat, summarize
 
-BASIS = {
-    "summary": "median of repetitions",
-    "event": "median over checkpoints",
-    "series": "peak over logical time",
-}
-
-
-@dataclass(frozen=True)
-class Stat:
-    """A headline value and the spread around it."""
-
-    center: float
-    lo: float
-    hi: float
-    q1: float
-    q3: float
-    n: int
-    basis: str
-    #: Last sample of a time series (steady state vs. peak); None for other kinds.
-    last: float | None = None
-
-    @property
-    def spread_known(self) -> bool:
-        return self.n > 1
-
-
-def summarize(samples: Samples) -> Stat | None:
-    """Reduce samples to a Stat; None if there is nothing finite to summarise."""
-    values = samples.values[np.isfinite(samples.values)]
-    if values.size == 0:
-        return None
-    q1, q3 = (float(x) for x in np.percentile(values, [25, 75]))
-    lo, hi = float(values.min()), float(values.max())
-    series = samples.kind == "series"
-    center = hi if series else float(np.median(values))
-    last = float(values[-1]) if series else None
-    basis = BASIS.get(samples.kind, samples.kind)
-    return Stat(center, lo, hi, q1, q3, int(values.size), basis, last)
+__all__ = ["BASIS", "CompactionMarks", "ParetoPoint", "Stat", "compaction_marks", "pareto_front",
+           "pareto_points", "stat", "summarize", "value"]
 
 
 def stat(run: Run, key: ScenarioKey, metric: str) -> Stat | None:
@@ -117,3 +78,40 @@ def pareto_points(run: Run, workload: str) -> tuple[str | None, list[ParetoPoint
     flags = pareto_front([(x, tp.center) for _, x, tp in raw])
     points = [ParetoPoint(k, x, tp, f) for (k, x, tp), f in zip(raw, flags)]
     return metric, points
+
+
+@dataclass(frozen=True)
+class CompactionMarks:
+    """Where RocksDB compacted in one scenario: sample times (ms) at which its cumulative
+    ``rocksdb_compactions`` counter had grown since the previous sample, and by how much."""
+
+    times_ms: tuple[int, ...]
+    counts: tuple[int, ...]
+    #: The counter's last value: compactions over the whole run (None without the series).
+    total: float | None
+    flushes: float | None
+
+    @property
+    def ran(self) -> bool:
+        return bool(self.total)
+
+
+def compaction_marks(run: Run, key: ScenarioKey) -> CompactionMarks | None:
+    """The scenario's compactions, or None when the run recorded no compaction counter for it
+    (a heap backend, or a run from before RocksDB's counters were recorded)."""
+    samples = run.get(key, "rocksdb_compactions")
+    if samples is None or samples.kind != "series" or samples.values.size == 0:
+        return None
+    values = samples.values
+    grew = np.diff(values, prepend=0.0)  # compactions before the first sample count there
+    at = np.flatnonzero(grew > 0)
+    flushes = run.get(key, "rocksdb_flushes")
+    return CompactionMarks(
+        times_ms=tuple(int(samples.times_ms[i]) for i in at),
+        counts=tuple(round(float(grew[i])) for i in at),
+        total=float(values[np.isfinite(values)].max()) if np.isfinite(values).any() else None,
+        flushes=(
+            float(np.nanmax(flushes.values)) if flushes is not None and flushes.values.size
+            else None
+        ),
+    )

@@ -12,7 +12,17 @@ from typing import Any
 
 from workloads.report.fmt import DASH, MISSING, fmt_range, fmt_value, iec_bytes
 from workloads.report.load import Run, ScenarioKey
-from workloads.report.metrics import CATALOGUE, GROUPS, NOT_APPLICABLE, spec_for
+from workloads.report.metrics import (
+    CATALOGUE,
+    GROUPS,
+    LAG_STATS,
+    MECHANISMS,
+    NOT_APPLICABLE,
+    OPTIONAL_GROUPS,
+    lag_metric,
+    spec_for,
+)
+from workloads.report.runinfo import is_paced, paced_note
 from workloads.report.stats import Stat, stat
 
 
@@ -25,6 +35,8 @@ def metrics_by_group(run: Run) -> dict[str, list[str]]:
     """Catalogue metrics (always, so absent ones show "—") plus any unknown metric the run has."""
     groups: dict[str, list[str]] = {g: [] for g, _ in GROUPS}
     for name, spec in CATALOGUE.items():
+        if spec.legacy and name not in run.units:
+            continue
         groups[spec.group].append(name)
     extra = sorted(set(run.units) - set(CATALOGUE) - {NOT_APPLICABLE})
     for name in extra:
@@ -87,22 +99,101 @@ def _row(run: Run, key: ScenarioKey, metrics: list[str]) -> str:
     return f"<tr {ids}>{head}{cells}</tr>"
 
 
+def _with_data(run: Run, keys: list[ScenarioKey], metrics: list[str]) -> list[ScenarioKey]:
+    """The scenarios of backends on which some scenario measured one of ``metrics`` (an
+    optional group's table leaves out backends that cannot have its numbers)."""
+    backends = {k.backend for k in keys if any(run.get(k, m) is not None for m in metrics)}
+    return [k for k in keys if k.backend in backends]
+
+
+def _mechanisms(run: Run, key: ScenarioKey) -> list[tuple[str, str]]:
+    """The cleanup mechanisms one scenario's lag table lists: on read (every TTL strategy),
+    the strategy's own mechanism, and any other that recorded a lag."""
+    base = key.strategy.split("(", 1)[0].strip()
+    return [
+        (m, label) for m, label in MECHANISMS
+        if m in ("read", base)
+        or any(run.get(key, lag_metric(m, st)) is not None for st in LAG_STATS)
+    ]
+
+
+def cleanup_lag_table(run: Run, workload: str, title: str) -> str:
+    """Cleanup lag per mechanism: a row per (scenario, mechanism) with the entries that
+    mechanism removed and its lag p50/p99/max; "" when the run has no per-mechanism lags."""
+    keys = run.scenarios(workload)
+    lags = [lag_metric(m, st) for m, _ in MECHANISMS for st in LAG_STATS]
+    if not any(run.get(k, m) is not None for k in keys for m in lags):
+        return ""
+    head = (
+        '<thead><tr><th scope="col">backend</th><th scope="col">strategy</th>'
+        '<th scope="col">mechanism</th><th scope="col">removed<span class="unit">entries'
+        "</span></th>"
+        + "".join(f'<th scope="col">lag {st}<span class="unit">ms</span></th>'
+                  for st in LAG_STATS)
+        + "</tr></thead>"
+    )
+    rows = []
+    for key in keys:
+        ids = f'data-backend="{escape(key.backend)}" data-strategy="{escape(key.strategy)}"'
+        head_cells = f'<td>{escape(key.backend)}</td><th scope="row">{escape(key.strategy)}</th>'
+        if key in run.not_applicable:
+            text = escape(na_text(run.not_applicable[key]))
+            rows.append(f'<tr class="na" {ids}>{head_cells}<td class="na" '
+                        f'colspan="{2 + len(LAG_STATS)}">{text}</td></tr>')
+            continue
+        for mechanism, label in _mechanisms(run, key):
+            removed = f"cleanup_removed_{mechanism}"
+            cells = stat_cell(stat(run, key, removed), unit_of(run, removed), removed) + "".join(
+                stat_cell(stat(run, key, m), "ms", m)
+                for m in (lag_metric(mechanism, st) for st in LAG_STATS)
+            )
+            rows.append(f'<tr {ids} data-mechanism="{escape(mechanism)}">{head_cells}'
+                        f"<td>{escape(label)}</td>{cells}</tr>")
+    return (
+        f'<h4>{escape(title)}</h4><div class="scroll"><table class="stats" '
+        f'data-workload="{escape(workload)}" data-group="cleanup_lag">'
+        f"{head}<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def clock_badge(run: Run, workload: str) -> str:
+    """A badge and note saying a workload's numbers are wall-clock driven ("" if they are
+    not: event-time workloads count on a logical clock)."""
+    if not is_paced(run, workload):
+        return ""
+    return (
+        f'<p class="clock-note" data-clock="paced" data-workload="{escape(workload)}">'
+        f'<span class="badge">wall-clock driven</span> {escape(paced_note(run, workload))}</p>'
+    )
+
+
 def summary_tables(run: Run, workload: str) -> str:
-    """One table per metric group for ``workload`` (rows: backend x strategy)."""
+    """One table per metric group for ``workload`` (rows: backend x strategy), after the
+    wall-clock badge of a paced workload. Optional groups (schedule lag, RocksDB counters)
+    appear only where measured; cleanup lag has a row per mechanism."""
     keys = run.scenarios(workload)
     groups = metrics_by_group(run)
-    parts = []
+    parts = [clock_badge(run, workload)] if is_paced(run, workload) else []
+    paced = ' data-clock="paced"' if is_paced(run, workload) else ""
     for group, title in GROUPS:
+        if group == "cleanup_lag":
+            parts.append(cleanup_lag_table(run, workload, title))
+            continue
         metrics = groups[group]
         if not metrics:
             continue
-        rows = "".join(_row(run, k, metrics) for k in keys)
+        shown = keys
+        if group in OPTIONAL_GROUPS:
+            shown = _with_data(run, keys, metrics)
+            if not shown:
+                continue
+        rows = "".join(_row(run, k, metrics) for k in shown)
         parts.append(
             f'<h4>{escape(title)}</h4><div class="scroll"><table class="stats" '
-            f'data-workload="{escape(workload)}" data-group="{escape(group)}">'
+            f'data-workload="{escape(workload)}" data-group="{escape(group)}"{paced}>'
             f"{_header(run, metrics)}<tbody>{rows}</tbody></table></div>"
         )
-    return "\n".join(parts)
+    return "\n".join(p for p in parts if p)
 
 
 def not_applicable_table(run: Run) -> str:

@@ -21,7 +21,8 @@ PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 
 CSS = """
 :root { --fg: #1d2330; --muted: #5b6475; --line: #d9dde5; --bg-alt: #f5f7fa;
-        --accent: #0b5cad; --warn-bg: #fff4e5; --warn: #8a4b00; }
+        --accent: #0b5cad; --warn-bg: #fff4e5; --warn: #8a4b00;
+        --clock-bg: #eef3fb; --clock: #2f4f86; }
 * { box-sizing: border-box; }
 body { margin: 0; color: var(--fg); background: #fff; line-height: 1.45;
        font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; }
@@ -41,6 +42,14 @@ ul.findings { padding-left: 1.2rem; }
 ul.findings li { margin: .25rem 0; }
 ul.findings li.warn { background: var(--warn-bg); color: var(--warn); list-style: "⚠ ";
                       padding: .1rem .3rem; }
+ul.findings li.clock { background: var(--clock-bg); color: var(--clock); list-style: "⏱ ";
+                       padding: .1rem .3rem; }
+.badge { display: inline-block; background: var(--clock); color: #fff; border-radius: 3px;
+         padding: 0 .4rem; font-size: .75rem; font-weight: 600; letter-spacing: .02em;
+         vertical-align: .1em; }
+p.clock-note { background: var(--clock-bg); color: var(--clock); padding: .35rem .6rem;
+               border-radius: 4px; font-size: .85rem; margin: .4rem 0 .6rem; }
+table.stats[data-clock="paced"] thead th { background: var(--clock-bg); }
 .chart { border: 1px solid var(--line); border-radius: 6px; padding: .6rem .8rem;
          margin: 1rem 0; }
 .chart h3 { margin-top: .2rem; }
