@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 import backends as B
-
-BACKEND_KINDS = ("heap", "rocksdb")
+from backends import BACKEND_KINDS
 
 
 @pytest.fixture

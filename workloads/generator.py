@@ -301,9 +301,13 @@ def _open_trace(spec: WorkloadSpec) -> pq.ParquetFile:
     if not Path(path).is_file():
         raise TraceError(f"trace {path}: file not found (source.path)")
     try:
-        return pq.ParquetFile(path)
+        pf = pq.ParquetFile(path)
     except (pa.ArrowInvalid, OSError) as exc:
         raise TraceError(f"trace {path}: not a readable Parquet file: {exc}") from None
+    if pf.metadata.num_rows == 0:
+        # as --events 0 and events = 0 are refused: a run without events measures nothing
+        raise TraceError(f"trace {path}: has no rows; a run needs at least one event")
+    return pf
 
 
 def _check_trace_schema(path: str, schema: pa.Schema) -> list[str]:

@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow as pa
 
 from backends.types import Types
+from workloads.spec import VALUE_TYPES
 
-VALUE_TYPES = ("long", "string", "bytes")
 _PATTERN = b"statebench-payload:0123456789abcdefghijklmnopqrstuvwxyz;"
 
 
@@ -24,26 +24,25 @@ def payload_bytes(size: int) -> bytes:
     return (_PATTERN * reps)[:size]
 
 
+def _known(value_type: str) -> str:
+    if value_type not in VALUE_TYPES:
+        raise ValueError(
+            f"unknown value type {value_type!r}; expected one of {', '.join(VALUE_TYPES)}"
+        )
+    return value_type
+
+
 def state_type(value_type: str):  # -> backends TypeInformation
     """The declared state type for a spec value type."""
-    if value_type == "long":
-        return Types.LONG()
-    if value_type == "string":
-        return Types.STRING()
-    if value_type == "bytes":
-        return Types.BYTES()
-    raise ValueError(f"unknown value type {value_type!r}; expected one of {', '.join(VALUE_TYPES)}")
+    makers = {"long": Types.LONG, "string": Types.STRING, "bytes": Types.BYTES}
+    return makers[_known(value_type)]()
 
 
 class PayloadColumn:
     """Turns a batch's ``value``/``value_size`` columns into the Python values to write."""
 
     def __init__(self, value_type: str) -> None:
-        if value_type not in VALUE_TYPES:
-            raise ValueError(
-                f"unknown value type {value_type!r}; expected one of {', '.join(VALUE_TYPES)}"
-            )
-        self.value_type = value_type
+        self.value_type = _known(value_type)
         self._cache: dict[int, bytes | str] = {}
 
     def _payload(self, size: int) -> bytes | str:

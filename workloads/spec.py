@@ -60,6 +60,12 @@ Format (all sections; defaults in brackets)::
     kind = "generator"                 # | trace (then [keys], [operations], [time] must be absent)
     path = "trace.parquet"             # trace only; relative to the spec file
 
+Every number has a documented range (``workloads.limits``, shared with the CLI options): e.g.
+``time.rate`` in 1..1e9 events per logical second, ``time.events`` in 1..1e10, every time and
+duration within 2**53 ms (so ``start_ms + duration + ttl`` fits int64), ``values`` sizes up to
+64 MiB, a Pareto ``shape`` in 0.1..100. Derived numbers are bounded too: a ``duration_ms`` run
+makes at most 1e10 events, and ``latest`` key ids stay below 2**62.
+
 Strategy strings are validated by ``backends.strategies.parse_strategy`` and stored in their
 canonical text form (its ``label``), so results name strategies consistently.
 """
@@ -71,9 +77,13 @@ import math
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from backends.types import INT64_MAX
+from workloads import limits
+from workloads.limits import Limit
 from workloads.ops import OP_NAMES, Op
 
 KEY_DISTRIBUTIONS = ("uniform", "zipfian", "latest", "hotspot", "exponential", "sessions")
@@ -90,7 +100,6 @@ SOURCE_KINDS = ("generator", "trace")
 PROPORTION_TOLERANCE = 1e-9
 #: YCSB's default zipfian constant.
 DEFAULT_THETA = 0.99
-INT64_MAX = 2**63 - 1
 BUILTIN_SPEC_DIR = Path(__file__).resolve().parent / "specs"
 
 
@@ -442,7 +451,7 @@ def parse_spec(
     if not name.strip():
         raise root.error("name", "must not be empty")
     description = root.get_str("description", default="")
-    seed = root.get_int("seed", default=0, minimum=0)
+    seed = root.get_int("seed", default=0, limit=limits.SEED)
     source_spec = _parse_source(root.get_table("source", required=False), source, base_dir)
     is_trace = source_spec.kind == "trace"
     keys_t = root.get_table("keys", required=not is_trace)
@@ -453,11 +462,14 @@ def parse_spec(
             if table is not None:
                 raise SpecError(section, "not used with source.kind = 'trace'; remove it", source)
     time_spec = _parse_time(time_t) if time_t is not None else None
+    keys_spec = _parse_keys(keys_t) if keys_t is not None else None
+    if keys_spec is not None and time_spec is not None:
+        _check_insert_frontier(keys_spec, time_spec, source)
     spec = WorkloadSpec(
         name=name,
         description=description,
         seed=seed,
-        keys=_parse_keys(keys_t) if keys_t is not None else None,
+        keys=keys_spec,
         operations=_parse_operations(ops_t) if ops_t is not None else None,
         values=_parse_values(root.get_table("values", required=False)),
         time=time_spec,
@@ -468,6 +480,22 @@ def parse_spec(
     )
     root.finish()
     return spec
+
+
+def _check_insert_frontier(keys: KeySpec, time: TimeSpec, source: str) -> None:
+    """``latest`` grows its newest key id with logical time; it must stay an int64 key id."""
+    params = keys.params
+    if not isinstance(params, LatestKeys) or params.insert_rate is None:
+        return
+    grown = params.insert_rate * (planned_duration_ms(time) + time.max_out_of_orderness_ms)
+    newest = params.initial_keys + grown / 1000.0
+    if newest > limits.MAX_KEYS:
+        raise SpecError(
+            "keys.insert_rate",
+            f"{params.insert_rate:g} keys/s over the run's {planned_duration_ms(time)} ms would "
+            f"insert {newest:.3g} keys; key ids must stay below {limits.MAX_KEYS}",
+            source,
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -519,12 +547,14 @@ class _Table:
         default: Any = _REQUIRED,
         minimum: int | None = None,
         maximum: int | None = None,
+        limit: Limit | None = None,
     ) -> Any:
         if not self.has(name) and default is not _REQUIRED:
             return default
         value = self.raw(name)
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(name, f"expected an integer, got {_kind(value)}")
+        self._check_limit(name, value, limit)
         self._check_range(name, value, minimum, maximum)
         return value
 
@@ -535,6 +565,7 @@ class _Table:
         minimum: float | None = None,
         maximum: float | None = None,
         exclusive: bool = False,
+        limit: Limit | None = None,
     ) -> Any:
         if not self.has(name) and default is not _REQUIRED:
             return default
@@ -543,15 +574,26 @@ class _Table:
             raise self.error(name, f"expected a number, got {_kind(value)}")
         if not math.isfinite(value):
             raise self.error(name, f"must be finite, got {value}")
+        self._check_limit(name, value, limit)
         self._check_range(name, value, minimum, maximum, exclusive)
         return float(value)
+
+    def _check_limit(self, name: str, value: float, limit: Limit | None) -> None:
+        # the documented range (workloads.limits), worded as the CLI words it
+        problem = limit.problem(value) if limit is not None else None
+        if problem is not None:
+            raise self.error(name, problem)
 
     def _check_range(
         self, name: str, value: float, lo: float | None, hi: float | None, exclusive: bool = False
     ) -> None:
         if exclusive:
-            if (lo is not None and value <= lo) or (hi is not None and value >= hi):
+            if lo is not None and hi is not None and not lo < value < hi:
                 raise self.error(name, f"must be strictly between {lo} and {hi}, got {value}")
+            if lo is not None and value <= lo:
+                raise self.error(name, f"must be > {lo}, got {value}")
+            if hi is not None and value >= hi:
+                raise self.error(name, f"must be < {hi}, got {value}")
             return
         if lo is not None and value < lo:
             raise self.error(name, f"must be >= {lo}, got {value}")
@@ -648,7 +690,7 @@ def _parse_keys(t: _Table) -> KeySpec:
             )
         count = None
     else:
-        count = t.get_int("count", minimum=1)
+        count = t.get_int("count", limit=limits.KEY_COUNT)
     params = _KEY_PARSERS[distribution](t, count)
     t.finish()
     return KeySpec(distribution=distribution, count=count, params=params)
@@ -670,9 +712,10 @@ def _parse_zipfian(t: _Table, count: int | None) -> ZipfianKeys:
 def _parse_latest(t: _Table, count: int | None) -> LatestKeys:
     theta = _theta(t)
     default_initial = max(1, count // 10) if count is not None else 1
-    initial = t.get_int("initial_keys", default=default_initial, minimum=1, maximum=count)
-    insert_rate = t.get_float("insert_rate", default=None, minimum=0.0, exclusive=True)
-    lifetime = t.get_int("lifetime_ms", default=None, minimum=1)
+    initial = t.get_int("initial_keys", default=default_initial, maximum=count,
+                        limit=limits.KEY_COUNT)
+    insert_rate = t.get_float("insert_rate", default=None, limit=limits.INSERT_RATE)
+    lifetime = t.get_int("lifetime_ms", default=None, limit=limits.POSITIVE_TIME_MS)
     return LatestKeys(theta=theta, initial_keys=initial, insert_rate=insert_rate,
                       lifetime_ms=lifetime)
 
@@ -690,9 +733,8 @@ def _parse_hotspot(t: _Table, count: int | None) -> HotspotKeys:
 
 
 def _parse_exponential(t: _Table, count: int | None) -> ExponentialKeys:
-    percentile = t.get_float("percentile", default=95.0, minimum=0.0, maximum=100.0,
-                             exclusive=True)
-    fraction = t.get_float("fraction", default=0.8571428571, minimum=0.0, exclusive=True)
+    percentile = t.get_float("percentile", default=95.0, limit=limits.EXPONENTIAL_PERCENTILE)
+    fraction = t.get_float("fraction", default=0.8571428571, limit=limits.EXPONENTIAL_FRACTION)
     return ExponentialKeys(percentile=percentile, fraction=fraction)
 
 
@@ -704,20 +746,28 @@ def _parse_sessions(t: _Table, count: int | None) -> SessionKeys:
     assert length_t is not None
     length = _parse_session_length(length_t)
     if has_concurrent:
-        return SessionKeys(length=length, concurrent=t.get_int("concurrent", minimum=1))
-    rate = t.get_float("start_rate", minimum=0.0, exclusive=True)
+        return SessionKeys(length=length,
+                           concurrent=t.get_int("concurrent", limit=limits.CONCURRENT_SESSIONS))
+    rate = t.get_float("start_rate", limit=limits.SESSION_START_RATE)
+    implied = rate * length.mean / 1000.0  # Little's law: live sessions at once
+    if implied > limits.MAX_CONCURRENT_SESSIONS:
+        raise t.error(
+            "start_rate",
+            f"{rate:g} sessions/s of {length.mean:g} ms each means {implied:.3g} live sessions; "
+            f"at most {limits.MAX_CONCURRENT_SESSIONS} (every live session is held in memory)",
+        )
     return SessionKeys(length=length, start_rate=rate)
 
 
 def _parse_session_length(t: _Table) -> SessionLength:
     dist = t.get_str("distribution", choices=SESSION_LENGTH_DISTRIBUTIONS)
     if dist == "constant":
-        length = SessionLength(dist, ms=t.get_int("ms", minimum=1))
+        length = SessionLength(dist, ms=t.get_int("ms", limit=limits.POSITIVE_TIME_MS))
     elif dist == "exponential":
-        length = SessionLength(dist, mean_ms=t.get_float("mean_ms", minimum=1.0))
+        length = SessionLength(dist, mean_ms=t.get_float("mean_ms", limit=limits.PERIOD_MS))
     else:
-        lo = t.get_int("min_ms", minimum=1)
-        hi = t.get_int("max_ms", minimum=lo)
+        lo = t.get_int("min_ms", limit=limits.POSITIVE_TIME_MS)
+        hi = t.get_int("max_ms", minimum=lo, limit=limits.POSITIVE_TIME_MS)
         length = SessionLength(dist, min_ms=lo, max_ms=hi)
     t.finish()
     return length
@@ -772,14 +822,14 @@ def _parse_values(t: _Table | None) -> ValueSpec:
 def _parse_size(t: _Table) -> SizeSpec:
     dist = t.get_str("distribution", choices=SIZE_DISTRIBUTIONS)
     if dist == "constant":
-        size = SizeSpec(dist, bytes=t.get_int("bytes", minimum=0, maximum=2**31 - 1))
+        size = SizeSpec(dist, bytes=t.get_int("bytes", limit=limits.VALUE_BYTES))
     elif dist == "uniform":
-        lo = t.get_int("min", minimum=0, maximum=2**31 - 1)
-        size = SizeSpec(dist, min=lo, max=t.get_int("max", minimum=lo, maximum=2**31 - 1))
+        lo = t.get_int("min", limit=limits.VALUE_BYTES)
+        size = SizeSpec(dist, min=lo, max=t.get_int("max", minimum=lo, limit=limits.VALUE_BYTES))
     else:
-        shape = t.get_float("shape", minimum=0.0, exclusive=True)
-        scale = t.get_float("scale", minimum=1.0)
-        cap = t.get_int("max", minimum=math.ceil(scale), maximum=2**31 - 1)
+        shape = t.get_float("shape", limit=limits.PARETO_SHAPE)
+        scale = t.get_float("scale", limit=limits.PARETO_SCALE)
+        cap = t.get_int("max", minimum=math.ceil(scale), limit=limits.VALUE_BYTES)
         size = SizeSpec(dist, shape=shape, scale=scale, max=cap)
     t.finish()
     return size
@@ -803,22 +853,22 @@ def _parse_range(t: _Table) -> tuple[int, int]:
 
 
 def _parse_time(t: _Table) -> TimeSpec:
-    rate = t.get_float("rate", minimum=0.0, exclusive=True)
+    rate = t.get_float("rate", limit=limits.RATE)
     has_events, has_duration = t.has("events"), t.has("duration_ms")
     if has_events == has_duration:
         raise t.error("events", "give exactly one of events and duration_ms")
-    events = t.get_int("events", default=None, minimum=0)
-    duration = t.get_int("duration_ms", default=None, minimum=1)
-    start = t.get_int("start_ms", default=0, minimum=0)
+    events = t.get_int("events", default=None, limit=limits.EVENTS)
+    duration = t.get_int("duration_ms", default=None, limit=limits.DURATION_MS)
+    start = t.get_int("start_ms", default=0, limit=limits.TIME_MS)
     amplitude = t.get_float("sine_amplitude", default=0.0, minimum=0.0)
     if amplitude >= 1.0:
         raise t.error("sine_amplitude", f"must be < 1 (the rate must stay > 0), got {amplitude}")
-    period = t.get_float("sine_period_ms", default=None, minimum=0.0, exclusive=True)
+    period = t.get_float("sine_period_ms", default=None, limit=limits.PERIOD_MS)
     if amplitude > 0 and period is None:
         raise t.error("sine_period_ms", "required when sine_amplitude > 0")
-    ooo = t.get_int("max_out_of_orderness_ms", default=0, minimum=0)
+    ooo = t.get_int("max_out_of_orderness_ms", default=0, limit=limits.TIME_MS)
     t.finish()
-    return TimeSpec(
+    spec = TimeSpec(
         rate=rate,
         events=events,
         duration_ms=duration,
@@ -827,12 +877,55 @@ def _parse_time(t: _Table) -> TimeSpec:
         sine_period_ms=period,
         max_out_of_orderness_ms=ooo,
     )
+    _check_time_extent(t, spec)
+    return spec
+
+
+def planned_events(time: TimeSpec) -> int:
+    """Events a ``[time]`` section makes (an upper bound for sine rates): the generator's
+    ``Timeline`` count, computed here so a spec is refused before anything runs."""
+    if time.events is not None:
+        return time.events
+    assert time.duration_ms is not None
+    if time.sine_amplitude == 0:
+        ratio = Fraction(time.rate).limit_denominator(1000)  # as workloads.generator.Timeline
+        return math.ceil(time.duration_ms * ratio / 1000)
+    wave = time.sine_amplitude * (time.sine_period_ms or 1.0) / math.pi  # max of the wave term
+    return math.ceil(time.rate / 1000.0 * (time.duration_ms + wave))
+
+
+def planned_duration_ms(time: TimeSpec) -> int:
+    """Logical ms the events span, at most: the sine's wave term only adds events, so
+    ``events`` arrive by ``events / rate`` seconds whatever the amplitude."""
+    if time.duration_ms is not None:
+        return time.duration_ms
+    assert time.events is not None
+    return math.ceil(time.events * 1000.0 / time.rate) + 1
+
+
+def _check_time_extent(t: _Table, time: TimeSpec) -> None:
+    """A run must end and its timestamps must fit int64 ms: bound the derived numbers too."""
+    events = planned_events(time)
+    if time.duration_ms is not None and events > limits.MAX_EVENTS:
+        raise t.error(
+            "duration_ms",
+            f"{time.duration_ms} ms at {time.rate:g} events/s makes {events} events; "
+            f"at most {limits.MAX_EVENTS} (a run must end)",
+        )
+    end = time.start_ms + planned_duration_ms(time) + time.max_out_of_orderness_ms
+    if end > limits.MAX_TIME_MS:
+        raise t.error(
+            "start_ms",
+            f"the run would reach logical time {end} ms (start_ms {time.start_ms} + its "
+            f"duration + max_out_of_orderness_ms); it must stay <= {limits.MAX_TIME_MS} ms "
+            "(int64 ms with room for TTLs)",
+        )
 
 
 def _parse_state(t: _Table | None) -> StateSpec:
     if t is None:
         return StateSpec()
-    ttl = t.get_int("ttl_ms", default=None, minimum=1)
+    ttl = t.get_int("ttl_ms", default=None, limit=limits.POSITIVE_TIME_MS)
     state = StateSpec(
         ttl_ms=ttl,
         update_type=t.get_str("update_type", default="OnCreateAndWrite", choices=UPDATE_TYPES),
@@ -841,7 +934,7 @@ def _parse_state(t: _Table | None) -> StateSpec:
             "time_characteristic", default="ProcessingTime", choices=TIME_CHARACTERISTICS
         ),
         strategies=_parse_strategies(t),
-        map_keys=t.get_int("map_keys", default=10, minimum=1, maximum=2**31 - 1),
+        map_keys=t.get_int("map_keys", default=10, limit=limits.MAP_KEYS),
     )
     if ttl is None and state.strategies != ("none",):
         raise t.error("strategies", "cleanup strategies need state.ttl_ms (TTL is disabled)")
@@ -873,7 +966,7 @@ def _parse_checkpoints(t: _Table | None) -> CheckpointSpec:
     if t is None:
         return CheckpointSpec()
     spec = CheckpointSpec(
-        interval_ms=t.get_int("interval_ms", default=0, minimum=0),
+        interval_ms=t.get_int("interval_ms", default=0, limit=limits.TIME_MS),
         mode=t.get_str("mode", default="full", choices=CHECKPOINT_MODES),
     )
     t.finish()

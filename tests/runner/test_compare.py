@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import statistics
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from workloads import cli
+from workloads.report.fmt import fmt_ratio
 
 
 @pytest.fixture(scope="module")
@@ -45,18 +48,100 @@ def test_compare_covers_the_default_matrix(compared: Path, capsys) -> None:
     assert "sessions-churn" in html and "ycsb-a" in html and "timer" in html
 
 
+class _Cells(HTMLParser):
+    """Chart wrappers, plot divs, and every table cell with its table's, row's and own attributes
+    (the report's stable hooks: ``data-workload``, ``data-backend``, ``data-metric``, ...)."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.charts: list[str] = []
+        self.ids: set[str] = set()
+        self.rows: list[tuple[dict, dict, list[tuple[dict, str]]]] = []
+        self._table: dict = {}
+        self._row: tuple[dict, list] | None = None
+        self._cell: dict | None = None
+        self._text: list[str] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        self.ids.add(a.get("id", ""))
+        if tag == "div" and "chart" in a.get("class", "").split():
+            self.charts.append(a["id"])
+        elif tag == "table":
+            self._table = a
+        elif tag == "tr":
+            self._row = (a, [])
+        elif tag in ("td", "th"):
+            self._cell, self._text = a, []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row[1].append((self._cell, "".join(self._text).strip()))
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            self.rows.append((self._table, *self._row))
+            self._row = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._text.append(data)
+
+
+def _totals(run_dir: Path, workload: str, backend: str, strategy: str, metric: str) -> list[float]:
+    """The task=-1 values of one metric, read from the stored rows without the report's code."""
+    return [r["value"] for r in pq.read_table(run_dir / "rows.parquet").to_pylist()
+            if (r["workload"], r["backend"], r["strategy"], r["metric"], r["task"])
+            == (workload, backend, strategy, metric, -1)]
+
+
 def test_report_re_renders_from_stored_rows(compared: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "again.html"
     assert cli.main(["report", str(compared), "-o", str(out)]) == 0
-    assert out.read_text().count("js-plotly-plot") >= 1
     assert str(out) in capsys.readouterr().out
+    doc = _Cells(out.read_text())
+    for workload in ("sessions-churn", "ycsb-a"):
+        for kind in ("state", "perf", "pareto"):  # 30 k events: 0.3 s, no checkpoint
+            chart = f"fig-{kind}-{workload}"
+            assert chart in doc.charts and f"{chart}-plot" in doc.ids  # plotly drew into it
+    # the headline numbers are the stored rows' numbers: median of the two repetitions'
+    # records/s, and the peak of the live-entries series
+    for metric, expected in (
+        ("records_per_s", statistics.median(
+            _totals(compared, "ycsb-a", "heap", "none", "records_per_s"))),
+        ("live_entries", max(_totals(compared, "ycsb-a", "heap", "none", "live_entries"))),
+    ):
+        (cell,) = [c for table, row, cells in doc.rows for c, _ in cells
+                   if table.get("data-workload") == "ycsb-a"
+                   and row.get("data-backend") == "heap" and row.get("data-strategy") == "none"
+                   and c.get("data-metric") == metric]
+        assert cell["title"].endswith(f"exact value {expected:.6g}"), (metric, cell["title"])
 
 
 def test_diff_renders_two_runs_side_by_side(compared: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "diff.html"
     assert cli.main(["diff", str(compared), str(compared), "-o", str(out)]) == 0
-    html = out.read_text()
-    assert "1.00" in html  # a run against itself: every ratio is 1
+    doc = _Cells(out.read_text())
+    ratios = {}
+    for table, _row, cells in doc.rows:
+        if "diff" not in table.get("class", "").split() or len(cells) < 6:
+            continue
+        backend, strategy = cells[0][1], cells[1][1]
+        metric = next((c["data-metric"] for c, _ in cells if "data-metric" in c), None)
+        if metric is not None:
+            ratios[(table["data-workload"], backend, strategy, metric)] = cells
+    ran = {(r["workload"], r["backend"], r["strategy"])
+           for r in pq.read_table(compared / "rows.parquet").to_pylist()
+           if r["metric"] == "records" and r["task"] == -1}
+    assert ran and {k[:3] for k in ratios} == ran  # a row for every scenario that ran
+    # a run against itself: A and B show the same stored number, and their ratio is 1
+    records = _totals(compared, "sessions-churn", "rocksdb", "timer", "records")
+    cells = ratios[("sessions-churn", "rocksdb", "timer", "records")]
+    a, b, ratio = cells[3], cells[4], cells[5]
+    assert a == b and a[0]["title"].endswith(f"exact value {statistics.median(records):.6g}")
+    assert ratio[1] == fmt_ratio(1.0)
+    assert all(c[5][1] == fmt_ratio(1.0) for k, c in ratios.items()
+               if k[3] in ("records", "live_entries", "logical_bytes"))
 
 
 @pytest.mark.parametrize(("argv", "message"), [

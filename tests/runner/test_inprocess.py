@@ -134,8 +134,8 @@ def test_unknown_backend_and_strategy_are_plan_errors() -> None:
 def _patch_reads_ignore_ttl(monkeypatch: pytest.MonkeyPatch) -> None:
     """A broken value state: reads return whatever is stored, expired or not."""
 
-    def broken_read(state):
-        raw_value = state._raw.value
+    def broken_read(raw, ctx):
+        raw_value = raw.value
 
         def value():
             stored = raw_value()
@@ -143,7 +143,7 @@ def _patch_reads_ignore_ttl(monkeypatch: pytest.MonkeyPatch) -> None:
 
         return value
 
-    monkeypatch.setattr(ttl_states, "_fast_value_read", broken_read)
+    monkeypatch.setattr(ttl_states, "_value_reader_no_hooks", broken_read)
 
 
 def test_an_expired_value_returned_fails_the_run(tmp_path, monkeypatch) -> None:

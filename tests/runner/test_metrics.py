@@ -21,7 +21,7 @@ from workloads.run.metrics import (
     scan_states,
 )
 
-SCEN = ScenarioId("run", "w", "heap", "none")
+SCEN = ScenarioId("w", "heap", "none", run_id="run")
 
 
 def test_buckets_are_monotone_and_within_two_percent() -> None:

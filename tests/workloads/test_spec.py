@@ -141,7 +141,8 @@ BAD_SPECS = [
     ("unknown distribution", with_change("keys.distribution", "zipf"), "keys.distribution",
      "unknown distribution 'zipf'; expected one of uniform, zipfian, latest, hotspot, "
      "exponential, sessions"),
-    ("negative count", with_change("keys.count", -5), "keys.count", "must be >= 1"),
+    ("negative count", with_change("keys.count", -5), "keys.count",
+     "must be in 1..4611686018427387904 keys"),
     ("float count", with_change("keys.count", 10.0), "keys.count", "expected an integer"),
     ("theta out of range", with_change("keys.theta", 1.0), "keys.theta", "strictly between"),
     ("bool as number", with_change("time.rate", True), "time.rate", "expected a number"),
@@ -160,7 +161,8 @@ BAD_SPECS = [
      "state.strategies[1]", "duplicate"),
     ("strategies without ttl", with_change("state.ttl_ms", None, delete=True),
      "state.strategies", "need state.ttl_ms"),
-    ("zero ttl", with_change("state.ttl_ms", 0), "state.ttl_ms", "must be >= 1"),
+    ("zero ttl", with_change("state.ttl_ms", 0), "state.ttl_ms",
+     "must be in 1..9007199254740992 ms"),
     ("update type", with_change("state.update_type", "OnWrite"), "state.update_type",
      "expected one of OnCreateAndWrite, OnReadAndWrite"),
     ("missing name", with_change("name", None, delete=True), "name", "required"),
@@ -185,7 +187,7 @@ BAD_SPECS = [
         "distribution": "constant", "ms": 5}}), "keys.concurrent", "exactly one"),
     ("session length", with_change("keys", {"distribution": "sessions", "concurrent": 3,
                                             "length": {"distribution": "constant", "ms": 0}}),
-     "keys.length.ms", "must be >= 1"),
+     "keys.length.ms", "must be in 1..9007199254740992 ms"),
     ("hotspot empty hot set", with_change("keys", {"count": 3, "distribution": "hotspot",
                                                    "hot_data_fraction": 0.2}),
      "keys.hot_data_fraction", "hot set is empty"),
@@ -194,7 +196,8 @@ BAD_SPECS = [
      "keys.initial_keys", "must be <= 3"),
     ("trace without path", with_change("source", {"kind": "trace"}), "source.path", "required"),
     ("source kind", with_change("source", {"kind": "kafka"}), "source.kind", "unknown kind"),
-    ("map keys", with_change("state.map_keys", 0), "state.map_keys", "must be >= 1"),
+    ("map keys", with_change("state.map_keys", 0), "state.map_keys",
+     "must be in 1..2147483647 map keys"),
 ]
 
 
@@ -271,7 +274,7 @@ def test_with_overrides_returns_a_new_validated_spec() -> None:
 
 def test_with_overrides_validates() -> None:
     spec = parse_spec(base())
-    with pytest.raises(SpecError, match=r"^time\.events: must be >= 0"):
+    with pytest.raises(SpecError, match=r"^time\.events: must be in 1\.\.10000000000 events"):
         spec.with_overrides(events=-1)
     with pytest.raises(SpecError, match=r"^state\.strategies\[0\]"):
         spec.with_overrides(strategies=["bogus"])
@@ -284,3 +287,53 @@ def test_spec_is_hashable_and_equality_ignores_origin() -> None:
     b = parse_spec(base(), source="b.toml")
     assert a == b and hash(a) == hash(b) and a.origin == "a.toml"
     assert isinstance(a, WorkloadSpec)
+
+
+# ------------------------------------------------------------------------------------------------
+# Documented numeric ranges (workloads.limits; issue 10)
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("path", "value", "fragment"), [
+    ("time.rate", 0.5, "must be in 1..1e+09 events per logical second"),
+    ("time.rate", 1e10, "must be in 1..1e+09 events per logical second"),
+    ("time.events", 10**10 + 1, "must be in 1..10000000000 events"),
+    ("time.start_ms", -1, "must be in 0..9007199254740992 ms"),
+    ("time.max_out_of_orderness_ms", 2**60, "must fit int64 ms"),
+    ("keys.count", 2**62 + 1, "key ids are int64"),
+    ("checkpoints.interval_ms", 2**62, "must fit int64 ms"),
+    ("seed", -1, "must be in 0..9223372036854775807"),
+])
+def test_numbers_outside_their_documented_range(path: str, value: Any, fragment: str) -> None:
+    data = base()
+    *parents, leaf = path.split(".")
+    target = data
+    for part in parents:
+        target = target[part]
+    target[leaf] = value
+    with pytest.raises(SpecError) as info:
+        parse_spec(data)
+    assert fragment in str(info.value)
+
+
+def test_range_limits_are_inclusive() -> None:
+    from workloads import limits
+
+    data = base()
+    data["time"] = {"rate": 1, "events": limits.MAX_EVENTS}
+    spec = parse_spec(data)
+    assert spec.time is not None and spec.time.events == limits.MAX_EVENTS
+    data["time"] = {"rate": limits.MAX_RATE, "events": 1}
+    assert parse_spec(data).time.rate == limits.MAX_RATE  # type: ignore[union-attr]
+
+
+def test_an_exclusive_bound_without_upper_end_is_worded_plainly() -> None:
+    data = base()
+    data["keys"] = {"distribution": "latest", "count": 100, "insert_rate": 0.0}
+    with pytest.raises(SpecError, match=r"keys\.insert_rate: must be in \(0, 1e\+09\]"):
+        parse_spec(data)
+
+
+def test_duration_derived_event_count_is_bounded() -> None:
+    with pytest.raises(SpecError, match=r"^time\.duration_ms: .* makes 100000000000 events"):
+        parse_spec({**base(), "time": {"rate": 1_000_000, "duration_ms": 100_000_000}})

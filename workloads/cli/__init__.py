@@ -7,15 +7,23 @@ and ``report``; ``diff`` adds ``diff``; ``ab`` adds ``ab``.
 
 Errors the user can fix (a bad spec, an unknown backend or strategy, ...) exit with status 2 and
 one line on stderr, without a traceback: raise :class:`CliError` or one of :data:`USAGE_ERRORS`.
+So do errors of the environment (:class:`~workloads.errors.InfrastructureError`: a Spark master
+that is invalid or does not answer, a filesystem URI that is unknown or unreachable; and an
+``OSError`` such as a full disk). ``--verbose`` (before or after the command) prints the full
+traceback as well. SIGTERM/SIGINT remove the run's temporary folders before the process ends
+(``workloads.run.tempdirs``); an interrupted command exits with 130.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from collections.abc import Sequence
 
+from workloads.errors import InfrastructureError
 from workloads.generator import TraceError
+from workloads.report.load import RunFolderError
 from workloads.run.plan import PlanError
 from workloads.spec import SpecError
 
@@ -25,32 +33,60 @@ class CliError(Exception):
 
 
 #: Exceptions reported as usage errors (exit 2, no traceback).
-USAGE_ERRORS: tuple[type[BaseException], ...] = (CliError, SpecError, TraceError, PlanError)
+USAGE_ERRORS: tuple[type[BaseException], ...] = (
+    CliError, SpecError, TraceError, PlanError, RunFolderError, InfrastructureError)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the error in one line (the usage block is behind ``--help``)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="statebench",
         description="Benchmark keyed-state backends and TTL cleanup strategies on generated "
         "keyed workloads, in-process or inside Spark executors.",
     )
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="on an error, print the full traceback too")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     from workloads.cli import ab, compare, diff, run
 
     for module in (run, compare, diff, ab):
         module.add_parser(subparsers)
+    for sub in set(subparsers.choices.values()):  # also accepted after the command
+        sub.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                         help="on an error, print the full traceback too")
     return parser
+
+
+def _fail(message: str, verbose: bool, status: int = 2) -> int:
+    if verbose:
+        traceback.print_exc()
+    print(f"statebench: error: {message}", file=sys.stderr)
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default: sys.argv[1:]) and run the chosen command; returns its status."""
+    from workloads.run import tempdirs
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    verbose = bool(getattr(args, "verbose", False))
+    tempdirs.install_signal_handlers()
     try:
         return int(args.handler(args) or 0)
     except USAGE_ERRORS as exc:
-        print(f"statebench: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc), verbose)
+    except OSError as exc:  # a full disk, a folder gone: the cause in one line
+        hint = "" if verbose else " (--verbose shows where)"
+        return _fail(f"{exc}{hint}", verbose)
+    except KeyboardInterrupt:
+        return _fail("interrupted; temporary folders removed", verbose, status=130)
 
 
 if __name__ == "__main__":  # pragma: no cover

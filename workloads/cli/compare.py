@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from workloads import limits
+from workloads.cli.checks import bounded
 from workloads.cli.run import _positive
 from workloads.results.store import DEFAULT_RESULTS_DIR
 
@@ -29,8 +31,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="strategies, comma-separated (default: each spec's own list)")
     p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     p.add_argument("--in-process", action="store_true", help="run without Spark")
-    p.add_argument("--events", type=_positive, help="events per workload (default: the spec's)")
-    p.add_argument("--repetitions", type=_positive, default=DEFAULT_REPETITIONS,
+    p.add_argument("--events", type=bounded(limits.EVENTS),
+                   help="events per workload (default: the spec's)")
+    p.add_argument("--repetitions", type=bounded(limits.REPETITIONS), default=DEFAULT_REPETITIONS,
                    help=f"runs per scenario, for medians and spread (default "
                         f"{DEFAULT_REPETITIONS})")
     p.add_argument("--parallelism", type=_positive, default=2,
@@ -46,17 +49,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_dir(text: str) -> Path:
-    from workloads.cli import CliError
+    """A complete run folder, else one line saying what is missing or wrong (RunFolderError)."""
+    from workloads.report.load import check_run_folder
 
-    path = Path(text)
-    if not (path / "rows.parquet").is_file():
-        raise CliError(f"{text} is not a statebench run folder (no rows.parquet in it)")
-    return path
+    return check_run_folder(text)
 
 
 def compare_command(args: argparse.Namespace) -> int:
+    from workloads.cli import CliError
+    from workloads.cli.checks import non_empty, writable_dir
     from workloads.cli.run import _joined, _progress, summary_table
     from workloads.report import render_report
+    from workloads.results.store import RunExistsError, run_dir_free
+    from workloads.run import tempdirs
     from workloads.run.compare import (
         DEFAULT_SPECS,
         comparison_configs,
@@ -66,12 +71,19 @@ def compare_command(args: argparse.Namespace) -> int:
         write_comparison,
     )
 
+    tempdirs.sweep([None, args.results_dir])  # folders of runs killed earlier (kill -9)
     specs = load_specs(args.specs or DEFAULT_SPECS, args.events)
-    backends = tuple(_joined(args.backend) or ("heap", "rocksdb"))
-    strategies = _joined(args.strategy)
+    backends = tuple(non_empty("--backend", _joined(args.backend), args.backend)
+                     or ("heap", "rocksdb"))
+    strategies = non_empty("--strategy", _joined(args.strategy), args.strategy)
     configs = comparison_configs(
         specs, backends=backends, strategies=tuple(strategies) if strategies else None,
         repetitions=args.repetitions, parallelism=args.parallelism)
+    writable_dir("--results-dir", args.results_dir)
+    try:
+        run_dir_free(args.results_dir, configs[0].run_id)
+    except RunExistsError as exc:
+        raise CliError(f"--results-dir {args.results_dir}: {exc}") from None
     step, close = _progress(planned_jobs(configs), "compare")
     try:
         outcomes = run_comparison(configs, master=args.master, in_process=args.in_process,
@@ -88,9 +100,11 @@ def compare_command(args: argparse.Namespace) -> int:
 
 
 def report_command(args: argparse.Namespace) -> int:
+    from workloads.cli.checks import writable_file
     from workloads.report import render_report
 
-    out = render_report(_run_dir(args.run_dir),
-                        Path(args.output) if args.output else None)
+    run_dir = _run_dir(args.run_dir)
+    output = writable_file("-o", args.output) if args.output else None
+    out = render_report(run_dir, output)
     print(out)
     return 0

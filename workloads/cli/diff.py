@@ -64,12 +64,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run_dir(text: str) -> Path:
-    from workloads.cli import CliError
+    """A complete run folder, else one line saying what is missing or wrong (RunFolderError)."""
+    from workloads.report.load import check_run_folder
 
-    path = Path(text)
-    if not (path / "rows.parquet").is_file():
-        raise CliError(f"{text} is not a statebench run folder (no rows.parquet in it)")
-    return path
+    return check_run_folder(text)
 
 
 def diff_command(args: argparse.Namespace) -> int:

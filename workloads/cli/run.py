@@ -8,18 +8,21 @@ renders ``report.html`` next to them, and prints a summary table.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import math
-import shutil
 import sys
-import tempfile
-from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from statistics import median
 from typing import Any
 
+from workloads import limits
+from workloads.cli.checks import bounded
 from workloads.results.store import DEFAULT_RESULTS_DIR, write_run
+from workloads.results.summaries import STORED_ENTRIES, summaries
+from workloads.run.engines import make_engine
 from workloads.run.plan import RunConfig, RunOutcome, Scenario, plan_scenarios
+from workloads.run.runner import run
 from workloads.spec import load_spec
 
 
@@ -69,25 +72,30 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         "spark-submit's --master when launched by spark-submit)")
     p.add_argument("--in-process", action="store_true",
                    help="run without Spark, in this process")
-    p.add_argument("--events", type=_positive, help="override the spec's number of events")
+    p.add_argument("--events", type=bounded(limits.EVENTS),
+                   help=f"override the spec's number of events (1..{limits.MAX_EVENTS})")
     p.add_argument("--parallelism", type=_positive, default=2,
                    help="operator tasks (key-group ranges) (default 2)")
-    p.add_argument("--source-partitions", type=_positive,
-                   help="generator partitions (default: = parallelism)")
-    p.add_argument("--repetitions", type=_positive, default=1,
+    p.add_argument("--source-partitions", type=bounded(limits.SOURCE_PARTITIONS),
+                   help=f"generator partitions, 1..{limits.MAX_SOURCE_PARTITIONS} "
+                        "(default: = parallelism)")
+    p.add_argument("--repetitions", type=bounded(limits.REPETITIONS), default=1,
                    help="repeat each scenario; summary metrics per repetition (default 1)")
     p.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR,
                    help=f"where run folders go (default {DEFAULT_RESULTS_DIR}/)")
     p.add_argument("--checkpoint-dir", default=None,
                    help="shared checkpoint folder or URI, kept after the run "
                         "(default: a temporary folder, removed)")
-    p.add_argument("--sample-interval-ms", type=_positive,
+    p.add_argument("--sample-interval-ms", type=bounded(limits.SAMPLE_INTERVAL_MS),
                    help="logical ms between state samples (default: run length / 10)")
-    p.add_argument("--warmup", type=float, default=0.1,
-                   help="fraction of each task's records excluded from throughput (default 0.1)")
-    p.add_argument("--time-speedup", type=float, default=1.0,
-                   help="ScaledClock speedup of wall-clock (compaction_filter) scenarios")
-    p.add_argument("--batch-size", type=_positive, default=65536, help="Arrow batch rows")
+    p.add_argument("--warmup", type=bounded(limits.WARMUP), default=0.1,
+                   help="fraction of each task's records excluded from throughput, in [0, 1) "
+                        "(default 0.1)")
+    p.add_argument("--time-speedup", type=bounded(limits.TIME_SPEEDUP), default=1.0,
+                   help="ScaledClock speedup of wall-clock (compaction_filter) scenarios, "
+                        f"{limits.MIN_TIME_SPEEDUP:g}..{limits.MAX_TIME_SPEEDUP:g} (default 1)")
+    p.add_argument("--batch-size", type=bounded(limits.BATCH_SIZE), default=65536,
+                   help="Arrow batch rows")
     p.add_argument("--no-latency", action="store_true", help="do not time each record")
     p.add_argument("--no-report", action="store_true", help="do not render report.html")
     p.add_argument("--fail-task-once", type=int, default=None, help=argparse.SUPPRESS)
@@ -102,14 +110,16 @@ def _joined(values: list[str] | None) -> list[str] | None:
 
 def build_config(args: argparse.Namespace, checkpoint_root: str | None) -> RunConfig:
     from workloads.cli import CliError
+    from workloads.cli.checks import non_empty
 
     spec = load_spec(args.spec)
     if args.events is not None:
         spec = spec.with_overrides(events=args.events)
     if args.in_process and args.master:
         raise CliError("--in-process and --master exclude each other")
-    backends = tuple(_joined(args.backend) or ("heap", "rocksdb"))
-    strategies = _joined(args.strategy)
+    backends = tuple(non_empty("--backend", _joined(args.backend), args.backend)
+                     or ("heap", "rocksdb"))
+    strategies = non_empty("--strategy", _joined(args.strategy), args.strategy)
     return RunConfig(
         spec=spec,
         backends=backends,
@@ -135,29 +145,44 @@ def _progress(total: int, desc: str) -> tuple[Callable[[Scenario, int], None], C
     return progress.step, progress.close
 
 
-def run_command(args: argparse.Namespace) -> int:
-    temp_ckpt = None
-    checkpoint_root = args.checkpoint_dir
-    if checkpoint_root is None:
-        temp_ckpt = checkpoint_root = tempfile.mkdtemp(prefix="statebench-checkpoints-")
+def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:
+    """Everything the run needs later, checked now (``workloads/cli/checks.py``): the results
+    folder and a free run id, the checkpoint target, a trace that can be read; and a warning
+    when a scenario's state may not fit on the disk. One message naming the option, no work
+    lost."""
+    from workloads.cli import CliError, checks
+    from workloads.generator import total_events
+    from workloads.results.store import RunExistsError, run_dir_free
+
+    checks.writable_dir("--results-dir", args.results_dir)
     try:
-        cfg = build_config(args, checkpoint_root)
+        run_dir_free(args.results_dir, cfg.run_id)
+    except RunExistsError as exc:
+        raise CliError(f"--results-dir {args.results_dir}: {exc}") from None
+    if args.checkpoint_dir is not None:
+        checks.checkpoint_target("--checkpoint-dir", args.checkpoint_dir)
+    events = total_events(cfg.spec)  # opens a trace: missing, unreadable or empty fails here
+    warning = checks.disk_warning(cfg.spec, events, cfg.local_dir)
+    if warning is not None:
+        print(f"statebench: warning: {warning}", file=sys.stderr)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from workloads.run import tempdirs
+
+    tempdirs.sweep([None, args.results_dir])  # folders of runs killed earlier (kill -9)
+    cfg = build_config(args, args.checkpoint_dir)
+    preflight(args, cfg)
+    checkpoints = (tempdirs.temp_dir("statebench-checkpoints-") if args.checkpoint_dir is None
+                   else contextlib.nullcontext(args.checkpoint_dir))
+    with checkpoints as checkpoint_root:
+        cfg = dataclasses.replace(cfg, checkpoint_root=checkpoint_root)
         runnable, _ = plan_scenarios(cfg)
         step, close = _progress(len(runnable) * cfg.repetitions, cfg.spec.name)
         try:
-            if args.in_process:
-                from workloads.run.engines.inprocess import run_in_process
-
-                outcome = run_in_process(cfg, on_job=step)
-            else:
-                from workloads.run.engines.spark import run_spark
-
-                outcome = run_spark(cfg, master=args.master, on_job=step)
+            outcome = run(cfg, make_engine(args.in_process, args.master), on_job=step)
         finally:
             close()
-    finally:
-        if temp_ckpt is not None:
-            shutil.rmtree(temp_ckpt, ignore_errors=True)
     run_dir = write_run(outcome, args.results_dir)
     report = None if args.no_report else _render(run_dir)
     print(summary_table(outcome))
@@ -180,50 +205,37 @@ def _render(run_dir: Path) -> Path | None:
 # ------------------------------------------------------------------------------------------------
 
 
+#: The summary table's columns: (header, metric, unit suffix), each value from the shared
+#: ``workloads.results.summaries`` (the report's headline numbers too).
+COLUMNS = (
+    ("records/s", "records_per_s", ""),
+    ("p99 latency", "latency_p99_us", "us"),
+    ("peak entries", STORED_ENTRIES, ""),
+    ("ckpt bytes", "checkpoint_bytes", "B"),
+)
+
+
 def summarize(outcome: RunOutcome) -> list[dict[str, Any]]:
-    """Per backend x strategy: records/s and p99 (median over repetitions), peak stored entries
-    (live + expired-but-present), bytes of the last checkpoint; n/a rows for skipped ones."""
-    values: dict[tuple[str, str], dict[str, dict[int, float]]] = defaultdict(
-        lambda: defaultdict(dict)
-    )
-    ckpt_last: dict[tuple[str, str], tuple[int, float]] = {}
-    rows = outcome.rows
-    cols = [rows.column(n).to_pylist() for n in ("backend", "strategy", "task", "step", "metric",
-                                                  "value")]
-    for backend, strategy, task, step, metric, value in zip(*cols):
-        if task != -1:
+    """Per backend x strategy: the COLUMNS' headline numbers (median of repetitions, peak over
+    logical time, median over checkpoints), NaN where not measured; n/a rows for skipped ones."""
+    stats = summaries(outcome.rows)
+    name = outcome.config.spec.name
+    out = [
+        {"backend": n.backend, "strategy": n.strategy, "not_applicable": n.reason}
+        for n in outcome.not_applicable
+    ]
+    for key, metrics in stats.items():
+        if key.workload != name:
             continue
-        key = (backend, strategy)
-        if metric == "checkpoint_bytes":
-            if key not in ckpt_last or step > ckpt_last[key][0]:
-                ckpt_last[key] = (step, value)
-        else:
-            values[key][metric][step] = value
-    out = []
-    for n in outcome.not_applicable:
-        values.setdefault((n.backend, n.strategy), {})
-    for (backend, strategy), metrics in values.items():
-        na = next((n for n in outcome.not_applicable
-                   if (n.backend, n.strategy) == (backend, strategy)), None)
-        stored = [metrics.get("live_entries", {}).get(s, 0.0)
-                  + metrics.get("expired_present_entries", {}).get(s, 0.0)
-                  for s in metrics.get("live_entries", {})]
-        out.append({
-            "backend": backend,
-            "strategy": strategy,
-            "not_applicable": na.reason if na else None,
-            "records_per_s": _median(metrics.get("records_per_s")),
-            "latency_p99_us": _median(metrics.get("latency_p99_us")),
-            "peak_entries": max(stored) if stored else math.nan,
-            "checkpoint_bytes": ckpt_last.get((backend, strategy), (0, math.nan))[1],
-        })
+        row: dict[str, Any] = {"backend": key.backend, "strategy": key.strategy,
+                               "not_applicable": None}
+        for _, metric, _ in COLUMNS:
+            found = metrics.get(metric)
+            row[metric] = found.center if found is not None else math.nan
+        out.append(row)
     order = {b: i for i, b in enumerate(outcome.config.backends)}
     sorder = {s: i for i, s in enumerate(outcome.config.strategy_labels)}
     return sorted(out, key=lambda r: (order.get(r["backend"], 99), sorder.get(r["strategy"], 99)))
-
-
-def _median(by_step: dict[int, float] | None) -> float:
-    return median(by_step.values()) if by_step else math.nan
 
 
 def _fmt(value: float, unit: str = "") -> str:
@@ -236,17 +248,15 @@ def _fmt(value: float, unit: str = "") -> str:
 
 
 def summary_table(outcome: RunOutcome) -> str:
-    header = ("backend", "strategy", "records/s", "p99 latency", "peak entries", "ckpt bytes")
+    header = ("backend", "strategy", *(title for title, _, _ in COLUMNS))
     lines = [header]
     for r in summarize(outcome):
         if r["not_applicable"]:
-            lines.append((r["backend"], r["strategy"], "not applicable", "", "", ""))
+            lines.append((r["backend"], r["strategy"], "not applicable",
+                          *("" for _ in COLUMNS[1:])))
             continue
-        lines.append((
-            r["backend"], r["strategy"], _fmt(r["records_per_s"]),
-            _fmt(r["latency_p99_us"], "us"), _fmt(r["peak_entries"]),
-            _fmt(r["checkpoint_bytes"], "B"),
-        ))
+        lines.append((r["backend"], r["strategy"],
+                      *(_fmt(r[metric], unit) for _, metric, unit in COLUMNS)))
     widths = [max(len(str(row[i])) for row in lines) for i in range(len(header))]
     title = (f"{outcome.config.spec.name}: {outcome.facts.events} events, "
              f"{outcome.engine}, parallelism {outcome.config.parallelism}")

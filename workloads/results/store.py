@@ -4,6 +4,12 @@
 ``workloads/report`` reads); ``run.json`` says what ran where: the spec, the run configuration,
 the git commit, library versions, the machine, the Spark master, the strategies that were
 reported as not applicable instead of being run, and how long it took.
+
+A run folder is published atomically: it is written under a temporary, owner-tagged name in the
+same parent (``.statebench-partial-<run-id>-pid...``; see ``workloads.run.tempdirs``), with
+``run.json`` written last, each file flushed to disk, and then renamed to ``<run-id>``. So
+``results/`` only ever holds complete runs: a run killed while writing leaves a hidden partial
+folder, which the next run's start-up sweep removes once its owner is gone.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -22,6 +29,7 @@ import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from workloads.run import tempdirs
 from workloads.run.metrics import METRIC_SCHEMA
 from workloads.run.plan import RunOutcome
 
@@ -104,14 +112,64 @@ def run_metadata(outcome: RunOutcome, created_utc: str | None = None) -> dict[st
     }
 
 
+class RunExistsError(FileExistsError):
+    """The run id is taken in the results folder: a run folder is never overwritten."""
+
+
+def run_dir_free(results_dir: str | Path, run_id: str) -> None:
+    """Raise :class:`RunExistsError` if ``<results_dir>/<run_id>`` exists (checked up front,
+    before a run, and again when publishing)."""
+    target = Path(results_dir) / run_id
+    if target.exists() or target.is_symlink():
+        raise RunExistsError(f"run id {run_id} is taken: {target} exists (results are never "
+                             "overwritten; pick another --results-dir or remove it)")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_run_dir(run_id: str, rows: pa.Table, meta: dict[str, Any],
                   results_dir: str | Path = DEFAULT_RESULTS_DIR) -> Path:
-    """Write ``<results_dir>/<run_id>/`` (rows.parquet + run.json) and return it."""
-    run_dir = Path(results_dir) / run_id
-    run_dir.mkdir(parents=True, exist_ok=False)
-    pq.write_table(rows.cast(METRIC_SCHEMA), run_dir / ROWS_FILE)
-    (run_dir / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=False) + "\n",
-                                     encoding="utf-8")
+    """Write ``<results_dir>/<run_id>/`` (rows.parquet + run.json) atomically and return it.
+
+    Everything is written into a hidden partial folder next to the target, ``run.json`` last,
+    flushed, and then renamed to ``<run_id>``; on any failure the partial folder is removed, so
+    the results folder never holds a run without its rows or its run.json.
+    """
+    root = Path(results_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    run_dir_free(root, run_id)
+    run_dir = root / run_id
+    partial = Path(tempdirs.make(f".statebench-partial-{run_id}-", dir=root))
+    try:
+        os.chmod(partial, 0o777 & ~_umask())  # mkdtemp makes it 0700; a run folder is not private
+        pq.write_table(rows.cast(METRIC_SCHEMA), partial / ROWS_FILE)
+        _fsync(partial / ROWS_FILE)
+        meta_tmp = partial / (META_FILE + ".tmp")
+        meta_tmp.write_text(json.dumps(meta, indent=2, sort_keys=False) + "\n",
+                            encoding="utf-8")
+        _fsync(meta_tmp)
+        os.replace(meta_tmp, partial / META_FILE)  # run.json appears last, complete
+        _fsync(partial)
+        run_dir_free(root, run_id)  # rename(2) would replace an empty folder made meanwhile
+        os.rename(partial, run_dir)
+        _fsync(root)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    finally:
+        tempdirs.forget(partial)
     return run_dir
 
 

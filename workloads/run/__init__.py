@@ -1,1 +1,1 @@
-"""One run: plan -> source -> keying -> operator (hot loop, checkpoints, metrics), on an engine."""
+"""One run: plan, source, keying, operator (hot loop, checkpoints, metrics); runner over engines."""

@@ -19,25 +19,16 @@ from __future__ import annotations
 
 import gc
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.util import find_spec
 from typing import Any
 
 import pyarrow.fs as pafs
 
+from workloads.run import tempdirs
+
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-
-
-def snapshots_available() -> bool:
-    """True when the backends' snapshot implementation is importable."""
-    try:
-        return find_spec("backends.snapshot.writer") is not None
-    except ImportError:  # pragma: no cover - a broken parent package
-        return False
 
 
 def slug(text: str) -> str:
@@ -122,7 +113,7 @@ def timed_restore(
     The restored backend and its local folder are removed afterwards."""
     import backends
 
-    folder = tempfile.mkdtemp(prefix="statebench-restore-", dir=local_dir)
+    folder = tempdirs.make("statebench-restore-", dir=local_dir)  # owner-tagged: swept if killed
     if kind == "rocksdb":
         options["path"] = folder
     try:
@@ -137,4 +128,4 @@ def timed_restore(
                 del restored
                 gc.collect()
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        tempdirs.remove(folder)

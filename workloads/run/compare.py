@@ -1,7 +1,7 @@
 """The strategy comparison: several workloads x both backends x every applicable strategy, as
 one run folder with one report (what `statebench compare` runs).
 
-Each workload is one RunConfig run by the Spark (or in-process) runner with a shared run id and
+Each workload is one RunConfig run on the Spark (or in-process) engine with a shared run id and
 one SparkSession; their rows are concatenated (the `workload` column tells them apart) and
 run.json lists every spec, each workload's configuration, and every not-applicable
 (workload, backend, strategy) with its reason.
@@ -9,9 +9,7 @@ run.json lists every spec, each workload's configuration, and every not-applicab
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,15 +17,17 @@ from typing import Any
 import pyarrow as pa
 
 from workloads.results.store import DEFAULT_RESULTS_DIR, run_metadata, write_run_dir
+from workloads.run import tempdirs
+from workloads.run.engines import make_engine
 from workloads.run.metrics import METRIC_SCHEMA
-from workloads.run.plan import RunConfig, RunOutcome, Scenario, new_run_id, plan_scenarios
+from workloads.run.plan import RunConfig, RunOutcome, new_run_id, plan_scenarios
+from workloads.run.runner import JobCallback, run
 from workloads.spec import WorkloadSpec, load_spec
 
 #: The default matrix: a session-churn workload (keys expire for good) and a YCSB one (hot keys).
 DEFAULT_SPECS = ("sessions-churn", "ycsb-a")
 DEFAULT_REPETITIONS = 3
 
-JobCallback = Callable[[Scenario, int], None]
 
 
 def load_specs(names: Sequence[str], events: int | None = None) -> list[WorkloadSpec]:
@@ -59,25 +59,17 @@ def run_comparison(
     in_process: bool = False,
     on_job: JobCallback | None = None,
 ) -> list[RunOutcome]:
-    """Run every workload's matrix; Spark runs share one session."""
+    """Run every workload's matrix on one engine (Spark runs share one session: ``master``, or
+    local[*], or spark-submit's when launched by it)."""
+    engine = make_engine(in_process, master)
     outcomes = []
-    checkpoint_base = tempfile.mkdtemp(prefix="statebench-compare-ckpt-")
+    checkpoint_base = tempdirs.make("statebench-compare-ckpt-")  # owner-tagged: swept if killed
     try:
-        if in_process:
-            from workloads.run.engines.inprocess import run_in_process
-
-            for cfg in configs:
-                cfg = replace(cfg, checkpoint_root=f"{checkpoint_base}/{cfg.spec.name}")
-                outcomes.append(run_in_process(cfg, on_job=on_job))
-        else:
-            from workloads.run.engines.spark import DEFAULT_MASTER, get_session, run_spark
-
-            spark = get_session(master or DEFAULT_MASTER)
-            for cfg in configs:
-                cfg = replace(cfg, checkpoint_root=f"{checkpoint_base}/{cfg.spec.name}")
-                outcomes.append(run_spark(cfg, spark=spark, on_job=on_job))
+        for cfg in configs:
+            cfg = replace(cfg, checkpoint_root=f"{checkpoint_base}/{cfg.spec.name}")
+            outcomes.append(run(cfg, engine, on_job))
     finally:
-        shutil.rmtree(checkpoint_base, ignore_errors=True)
+        tempdirs.remove(checkpoint_base)
     return outcomes
 
 

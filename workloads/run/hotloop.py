@@ -4,7 +4,10 @@ Why generated code: this loop is the harness's whole per-record overhead, and th
 in lines that run per record (time the record or not, shadow-check expired reads or not, advance
 a logical clock or read the wall clock). A runtime ``if flag:`` per record costs ~15-30 ns each;
 generating one specialised function per flag combination (as ``collections.namedtuple`` does)
-keeps a single readable template and leaves no dead branches in the loop. Everything the loop
+keeps a single readable template and leaves no dead branches in the loop. Each variant's source
+is registered with ``linecache`` under its own name (:func:`loop_filename`), so a traceback
+from inside the loop shows the line, and tests/runner/test_hotloop.py runs every variant against
+a plain reference loop. Everything the loop
 calls is a closure variable bound once (state methods, the clock setter, the shadow dict); ops
 dispatch on small-int compares, most frequent first, never on strings.
 
@@ -18,6 +21,7 @@ shadow can only make a returned value look fresher than it is, never staler.
 
 from __future__ import annotations
 
+import linecache
 import time
 from collections.abc import Callable
 from functools import cache
@@ -104,10 +108,23 @@ def _source(stamp: bool, verify: bool, refresh: bool, wall: bool) -> str:
     )
 
 
+def loop_filename(stamp: bool, verify: bool, refresh: bool, wall: bool) -> str:
+    """The pseudo file name of one variant's source, as tracebacks and ``linecache`` show it."""
+    flags = "".join(f"-{name}" for name, on in (("stamp", stamp), ("verify", verify),
+                                                ("refresh", refresh), ("wall", wall)) if on)
+    return f"<statebench-hotloop{flags}>"
+
+
 @cache
 def _factory(stamp: bool, verify: bool, refresh: bool, wall: bool) -> Callable[..., Any]:
+    source = _source(stamp, verify, refresh, wall)
+    filename = loop_filename(stamp, verify, refresh, wall)
+    # as dataclasses and namedtuple do: the source goes into linecache under a file name of its
+    # own (mtime None: linecache.checkcache keeps it), so tracebacks and pdb show the loop's
+    # lines instead of nothing
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace: dict[str, Any] = {}
-    exec(compile(_source(stamp, verify, refresh, wall), "<statebench-oploop>", "exec"), namespace)
+    exec(compile(source, filename, "exec"), namespace)
     return namespace["make"]
 
 

@@ -1,5 +1,5 @@
 """What a run measures and how it becomes tidy rows: the row schema, per-record latency
-histograms, state scans, physical sizes, and the task=-1 totals the driver adds.
+histograms, state scans, and the task=-1 totals the driver adds.
 
 Rows follow the report's schema (``workloads/report``): ``run_id, scenario, backend, strategy,
 workload, task, step, logical_time_ms, metric, value, unit``. Inside a task an operator only
@@ -20,7 +20,8 @@ Rows a run writes (per task, and task=-1 job totals added by :func:`finalize_row
   of the whole operator job, sampling, checkpoints and Spark included).
 * series, ``step`` = sample index, ``logical_time_ms`` = sample time (repetition 0 only):
   ``live_entries``, ``expired_present_entries`` (entries), ``logical_bytes``,
-  ``physical_bytes`` (bytes).
+  ``physical_bytes`` (bytes; the backend's ``physical_bytes()``: SST files + memtables for
+  RocksDB, a deterministic footprint of the Python objects its states hold for heap).
 * per checkpoint, ``step`` = checkpoint id, ``logical_time_ms`` = barrier time (repetition 0):
   ``checkpoint_bytes``, ``checkpoint_uploaded_bytes`` (bytes), ``checkpoint_sync_ms``,
   ``checkpoint_total_ms`` (ms), and ``restore_ms`` (ms) for the last checkpoint.
@@ -37,19 +38,17 @@ is the time from its stamp to the next one: the state calls plus the loop's own 
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
 from hdrh.histogram import HdrHistogram
+
+from workloads.results.summaries import NO_TIME, TOTAL_TASK, ScenarioKey, combine_tasks
 
 # ------------------------------------------------------------------------------------------------
 # Row schema
@@ -75,8 +74,6 @@ METRIC_DDL = (
     "run_id string, scenario string, backend string, strategy string, workload string, "
     "task int, step bigint, logical_time_ms bigint, metric string, value double, unit string"
 )
-TOTAL_TASK = -1
-NO_TIME = -1
 INTERNAL_PREFIX = "_"
 
 # internal metrics (consumed by finalize_rows, never written)
@@ -95,24 +92,13 @@ CHECKPOINT_METRICS = (
 CLEANUP_MECHANISMS = ("read", "incremental", "timer", "compaction_filter", "full_snapshot")
 PERCENTILES = (("latency_p50_us", 50.0), ("latency_p99_us", 99.0), ("latency_p999_us", 99.9))
 
-#: Metrics whose job total is the max over tasks (durations: the slowest task decides).
-MAX_COMBINED = frozenset(
-    {"checkpoint_sync_ms", "checkpoint_total_ms", "restore_ms", "cleanup_lag_max_ms"}
-)
 
 
 @dataclass(frozen=True)
-class ScenarioId:
-    """The identifying columns every row of one operator run carries."""
+class ScenarioId(ScenarioKey):
+    """The identifying columns every row of one operator run carries: the scenario and the run."""
 
     run_id: str
-    workload: str
-    backend: str
-    strategy: str
-
-    @property
-    def label(self) -> str:
-        return f"{self.workload}/{self.backend}/{self.strategy}"
 
 
 Row = tuple[int, int, int, str, float, str]  # task, step, logical_time_ms, metric, value, unit
@@ -300,34 +286,6 @@ def scan_states(backend: Any, names: Iterable[str], ttl_ms: int | None, now_ms: 
     return out
 
 
-class PhysicalSize:
-    """Physical bytes of one backend, as the backend reports them (`physical_bytes()`): SST
-    files + memtables for RocksDB; for heap the bytes of the Python objects its states hold,
-    each counted once (deterministic). A backend without that method falls back to the growth
-    of this process's RSS since this object was created (an approximation: pymalloc keeps
-    partly used arenas, and memory freed by an earlier backend of the same process is reused
-    unseen), which is why the heap backend measures its objects instead.
-    """
-
-    def __init__(self, kind: str = "heap") -> None:
-        self._proc = psutil.Process()
-        if kind == "heap":
-            _malloc_trim()
-        self._baseline = self._proc.memory_info().rss
-
-    def measure(self, backend: Any) -> int:
-        physical = getattr(backend, "physical_bytes", None)
-        if physical is not None:
-            return int(physical())
-        return max(0, self._proc.memory_info().rss - self._baseline)
-
-
-def _malloc_trim() -> None:
-    """Return free heap memory to the system (glibc only; elsewhere a no-op)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).malloc_trim(0)
-
-
 # ------------------------------------------------------------------------------------------------
 # Driver side: job totals
 # ------------------------------------------------------------------------------------------------
@@ -336,9 +294,10 @@ def _malloc_trim() -> None:
 def finalize_rows(table: pa.Table) -> pa.Table:
     """Add task=-1 totals to per-task rows and drop internal rows.
 
-    Totals per (scenario, metric, step): sums for rates, counts, entries and bytes; the max for
-    durations; the merged histogram for latency percentiles; a count-weighted mean for the mean
-    cleanup lag. Rows already written with task=-1 are kept as they are.
+    Totals per (scenario, metric, step): :func:`workloads.results.summaries.combine_tasks`
+    (sums for rates, counts, entries and bytes; the max for durations), except the merged
+    histogram for latency percentiles and a count-weighted mean for the mean cleanup lag. Rows
+    already written with task=-1 are kept as they are.
     """
     if table.num_rows == 0:
         return table.cast(METRIC_SCHEMA)
@@ -354,7 +313,7 @@ def finalize_rows(table: pa.Table) -> pa.Table:
     for run_id, scen, backend, strategy, workload, task, step, t, metric, value, unit in zip(
         *(cols[n] for n in METRIC_SCHEMA.names)
     ):
-        scenarios.setdefault(scen, ScenarioId(run_id, workload, backend, strategy))
+        scenarios.setdefault(scen, ScenarioId(workload, backend, strategy, run_id))
         if metric == LATENCY_BUCKET:
             hists[(scen, _rep_of(t))].add_bucket(step, int(value))
             continue
@@ -379,10 +338,8 @@ def finalize_rows(table: pa.Table) -> pa.Table:
             continue
         if metric == "cleanup_lag_mean_ms":
             value = _weighted_lag(scen, step, lag_means, lag_weights)
-        elif metric in MAX_COMBINED:
-            value = max(values)
         else:
-            value = math.fsum(values)
+            value = combine_tasks(units[metric], values)
         totals[scen].append((TOTAL_TASK, step, times[(scen, metric, step)], metric, value,
                              units[metric]))
     for (scen, rep), hist in hists.items():
@@ -437,7 +394,7 @@ def job_rows(scenario: ScenarioId, repetition: int, events: int, seconds: float)
 def not_applicable_rows(run_id: str, workload: str, pairs: Iterable[tuple[str, str]]) -> pa.Table:
     """One ``not_applicable`` flag row per (backend, strategy) that was reported, not run."""
     batches = [
-        rows_to_batch(ScenarioId(run_id, workload, backend, strategy),
+        rows_to_batch(ScenarioId(workload, backend, strategy, run_id),
                       [(TOTAL_TASK, 0, NO_TIME, "not_applicable", 1.0, "flag")])
         for backend, strategy in pairs
     ]

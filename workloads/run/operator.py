@@ -5,8 +5,9 @@ is the task's (``KeyGroupRange.of_operator``), registers the states the workload
 (fixed names ``value``, ``list``, ``map``, ``reducing``, ``aggregating``) with the TTL config of
 the spec plus exactly one cleanup strategy, and processes the task's events in timestamp order.
 :func:`run_operator_batches` drives any number of tasks from one stream of record batches: it is
-the body of the Spark operator stage (``mapInArrow``) and of the in-process runner alike, so
-both measure the same code.
+the body of the Spark engine's operator stage (``mapInArrow``) and of the in-process engine
+alike, so both measure the same code. Which operator runs a task is chosen by backend kind in
+:func:`task_operator`, never by the engine.
 
 Time (the TTL clock):
 * EventTime: the backend's event clock is set to each record's timestamp.
@@ -35,21 +36,21 @@ import gc
 import itertools
 import math
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
 import backends
-from backends.keygroups import DEFAULT_MAX_PARALLELISM, KeyGroupRange
-from workloads.ops import Op, StateType
+from backends.keygroups import KeyGroupRange
+from workloads.ops import Op
 from workloads.payloads import PayloadColumn, state_type
 from workloads.run import checkpoints as ck
+from workloads.run import tempdirs
+from workloads.run.config import STATE_NAMES, OperatorConfig, wall_clock_driven
 from workloads.run.hotloop import StateCalls, build_loop
 from workloads.run.keying import tasks_for_keys
 from workloads.run.metrics import (
@@ -61,16 +62,12 @@ from workloads.run.metrics import (
     NO_TIME,
     LatencyBuckets,
     MetricRows,
-    PhysicalSize,
     Row,
-    ScenarioId,
     scan_states,
 )
 
-STATE_NAMES: tuple[str, ...] = tuple(s.value for s in StateType)
 _ZEROS = itertools.repeat(0)  # the map_key column of a workload without map state
 CHECKPOINT, SAMPLE = 0, 1
-DEFAULT_SAMPLES = 10
 INFINITY = 1 << 62
 
 
@@ -80,46 +77,6 @@ class ExpiredValueReturned(AssertionError):
 
 class OutOfOrderInput(ValueError):
     """A task's events did not arrive in timestamp order (the runner must sort them)."""
-
-
-@dataclass(frozen=True)
-class OperatorConfig:
-    """Everything a task needs to run one scenario (small and picklable for Spark closures)."""
-
-    run_id: str
-    workload: str
-    backend: str
-    strategy: str
-    value_type: str
-    state_types: tuple[str, ...]
-    ttl_ms: int | None
-    update_type: str
-    visibility: str
-    time_characteristic: str
-    start_ms: int
-    end_ms: int
-    sample_interval_ms: int
-    checkpoint_interval_ms: int = 0
-    checkpoint_mode: str = "full"
-    checkpoint_root: str | None = None
-    parallelism: int = 1
-    max_parallelism: int = DEFAULT_MAX_PARALLELISM
-    task_counts: tuple[tuple[int, int], ...] = ()
-    warmup_fraction: float = 0.1
-    repetition: int = 0
-    emit_series: bool = True
-    measure_latency: bool = True
-    time_speedup: float = 1.0
-    local_dir: str | None = None
-    restore_at_end: bool = True
-
-    @property
-    def scenario(self) -> ScenarioId:
-        return ScenarioId(self.run_id, self.workload, self.backend, self.strategy)
-
-    @property
-    def never_return_expired(self) -> bool:
-        return self.ttl_ms is not None and self.visibility == "NeverReturnExpired"
 
 
 def local_root(cfg: OperatorConfig) -> str | None:
@@ -134,15 +91,6 @@ def local_root(cfg: OperatorConfig) -> str | None:
 def _pylist(column: pa.Array) -> list:
     """An Arrow integer column as a Python list (via numpy: faster than ``to_pylist``)."""
     return column.to_numpy(zero_copy_only=False).tolist()
-
-
-def wall_clock_driven(time_characteristic: str, strategy: str) -> bool:
-    """Whether a scenario's TTL clock is the (scaled) wall clock: see the module docstring."""
-    return time_characteristic == "ProcessingTime" and strategy.startswith("compaction_filter")
-
-
-def default_sample_interval(start_ms: int, end_ms: int, samples: int = DEFAULT_SAMPLES) -> int:
-    return max(1, math.ceil((end_ms - start_ms) / samples))
 
 
 @dataclass(frozen=True, order=True)
@@ -282,8 +230,7 @@ class KeyedOperator:
         self.task = task
         self.attempt = attempt  # Spark's attemptNumber: 0 first, 1 on the first retry, ...
         self.attempt_id = attempt if attempt_id is None else attempt_id  # orders folders
-        self._local = tempfile.mkdtemp(prefix=f"statebench-t{task}-", dir=local_root(cfg))
-        self._physical = PhysicalSize(cfg.backend)  # before the backend: its RSS baseline
+        self._local = tempdirs.make(f"statebench-t{task}-", dir=local_root(cfg))  # owner-tagged
         self.clock = make_clock(cfg)
         self.backend: Any = None
         try:
@@ -441,7 +388,9 @@ class KeyedOperator:
         add(task, step, t, "live_entries", s.live, "entries")
         add(task, step, t, "expired_present_entries", s.expired, "entries")
         add(task, step, t, "logical_bytes", s.logical_bytes, "bytes")
-        add(task, step, t, "physical_bytes", self._physical.measure(self.backend), "bytes")
+        # physical: what the backend holds (RocksDB: SST files + memtables; heap: the bytes of
+        # the Python objects its states hold, each counted once, deterministic)
+        add(task, step, t, "physical_bytes", self.backend.physical_bytes(), "bytes")
 
     # ------------------------------------------------------------------ the end
     def finish(self) -> list[Row]:
@@ -512,7 +461,54 @@ class KeyedOperator:
             if backend.kind == "rocksdb":
                 del backend
                 gc.collect()
-        shutil.rmtree(self._local, ignore_errors=True)
+        tempdirs.remove(self._local)
+
+
+# ------------------------------------------------------------------------------------------------
+# Which operator runs a task
+# ------------------------------------------------------------------------------------------------
+
+
+class TaskOperator(Protocol):
+    """What runs one task's events: fed its batches in time order, then asked for its rows."""
+
+    def process(self, batch: pa.RecordBatch) -> None: ...
+
+    def finish(self) -> list[Row]: ...
+
+    def close(self) -> None: ...
+
+
+#: The task operator of each backend kind. Engines never choose one themselves, so a new lane
+#: (e.g. ``flink-heap``/``flink-rocksdb``: a JVM worker per task fed these record batches) is
+#: one entry here, run by every engine (see ``workloads.run.runner``).
+OPERATORS: dict[str, Callable[[OperatorConfig, int, int, int | None], TaskOperator]] = {
+    kind: KeyedOperator for kind in backends.BACKEND_KINDS
+}
+
+
+def _flink_lane(
+    cfg: OperatorConfig, task: int, attempt: int = 0, attempt_id: int | None = None
+) -> TaskOperator:
+    """A Flink lane's operator (imported on use: it imports this module)."""
+    from workloads.run.flink_lane import FlinkLaneOperator
+
+    return FlinkLaneOperator(cfg, task, attempt, attempt_id)
+
+
+OPERATORS.update(dict.fromkeys(("flink-heap", "flink-rocksdb"), _flink_lane))
+
+
+def task_operator(
+    cfg: OperatorConfig, task: int, attempt: int = 0, attempt_id: int | None = None
+) -> TaskOperator:
+    """The operator for ``task`` of ``cfg``'s scenario, chosen by its backend kind."""
+    make = OPERATORS.get(cfg.backend)
+    if make is None:
+        raise ValueError(
+            f"no task operator for backend '{cfg.backend}'; known: {', '.join(OPERATORS)}"
+        )
+    return make(cfg, task, attempt, attempt_id)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -547,13 +543,13 @@ class TaskRunner:
     cfg: OperatorConfig
     attempt: int = 0
     attempt_id: int | None = None
-    operators: dict[int, KeyedOperator] = field(default_factory=dict)
+    operators: dict[int, TaskOperator] = field(default_factory=dict)
 
     def process(self, batch: pa.RecordBatch) -> None:
         for task, offset, length in _task_runs(batch, self.cfg):
             op = self.operators.get(task)
             if op is None:
-                op = self.operators[task] = KeyedOperator(
+                op = self.operators[task] = task_operator(
                     self.cfg, task, self.attempt, self.attempt_id
                 )
             op.process(batch.slice(offset, length))

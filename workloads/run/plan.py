@@ -1,6 +1,6 @@
 """What a run does, decided on the driver before anything runs: scenarios, skipped strategies,
-the logical time frame, and each job's OperatorConfig. Shared by the in-process and Spark
-runners so both run exactly the same plan.
+the logical time frame, and each job's OperatorConfig. The one loop (``workloads.run.runner``)
+runs this plan on any engine, so in-process and Spark runs run exactly the same plan.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from typing import Any
 import pyarrow as pa
 
 import backends
+from backends import BACKEND_KINDS
+from backends.flink import lanes as flink_lanes
 from backends.keygroups import DEFAULT_MAX_PARALLELISM
 from workloads.generator import DEFAULT_BATCH_SIZE, Timeline
-from workloads.run.checkpoints import snapshots_available
-from workloads.run.operator import (
+from workloads.run.config import (
     STATE_NAMES,
     OperatorConfig,
     default_sample_interval,
@@ -24,11 +25,13 @@ from workloads.run.operator import (
 )
 from workloads.spec import WorkloadSpec
 
-BACKEND_KINDS = backends.BACKEND_KINDS
-
 
 class PlanError(ValueError):
     """A run configuration that cannot run (unknown backend or strategy, bad numbers)."""
+
+
+#: Every backend a run accepts: statebench's own and Flink's reference lanes.
+RUN_BACKENDS: tuple[str, ...] = BACKEND_KINDS + tuple(flink_lanes.LANE_KINDS)
 
 
 def new_run_id() -> str:
@@ -41,7 +44,7 @@ class RunConfig:
     """A run: one workload over backends x strategies, repeated, on one engine."""
 
     spec: WorkloadSpec
-    backends: tuple[str, ...] = BACKEND_KINDS
+    backends: tuple[str, ...] = BACKEND_KINDS  # and the Flink lanes (RUN_BACKENDS)
     strategies: tuple[str, ...] | None = None  # None: the spec's strategies
     parallelism: int = 2
     source_partitions: int | None = None  # generator partitions; None: = parallelism
@@ -61,10 +64,15 @@ class RunConfig:
         if not self.backends:
             raise PlanError("no backend given")
         for kind in self.backends:
-            if kind not in BACKEND_KINDS:
+            if kind not in RUN_BACKENDS:
                 raise PlanError(
-                    f"unknown backend '{kind}'; expected one of {', '.join(BACKEND_KINDS)}"
+                    f"unknown backend '{kind}'; expected one of {', '.join(RUN_BACKENDS)}"
                 )
+        if any(flink_lanes.is_lane(kind) for kind in self.backends):
+            try:  # up front: the extra, a JDK 17, the worker compiled once for every task
+                flink_lanes.check_available()
+            except RuntimeError as exc:
+                raise PlanError(str(exc)) from None
         if not 1 <= self.parallelism <= self.max_parallelism:
             raise PlanError(
                 f"parallelism must be in 1..{self.max_parallelism}, got {self.parallelism}"
@@ -114,18 +122,10 @@ class RunConfig:
             "warmup_fraction": self.warmup_fraction,
             "time_speedup": self.time_speedup,
             "measure_latency": self.measure_latency,
-            "checkpoints": _checkpoints_state(self.checkpoint_root),
+            "checkpoints": "off" if self.checkpoint_root is None else "on",
             "batch_size": self.batch_size,
             "max_parallelism": self.max_parallelism,
         }
-
-
-def _checkpoints_state(root: str | None) -> str:
-    if root is None:
-        return "off"
-    if not snapshots_available():
-        return "off: backends.snapshot is not importable, no checkpoint metrics"
-    return "on"
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,10 @@ def plan_scenarios(cfg: RunConfig) -> tuple[list[Scenario], list[NotApplicable]]
     for kind in cfg.backends:
         for label in cfg.strategy_labels:
             strategy = backends.parse_strategy(label)
-            reason = strategy.not_applicable_reason(kind, wall_clock_driven(tc, label))
+            if flink_lanes.is_lane(kind):
+                reason = flink_lanes.not_applicable_reason(kind, label)
+            else:
+                reason = strategy.not_applicable_reason(kind, wall_clock_driven(tc, label))
             if reason is None:
                 runnable.append(Scenario(kind, label))
             else:
@@ -211,7 +214,7 @@ def operator_config(
         sample_interval_ms=sample,
         checkpoint_interval_ms=spec.checkpoints.interval_ms,
         checkpoint_mode=spec.checkpoints.mode,
-        checkpoint_root=cfg.checkpoint_root if snapshots_available() else None,
+        checkpoint_root=cfg.checkpoint_root,
         parallelism=cfg.parallelism,
         max_parallelism=cfg.max_parallelism,
         task_counts=facts.task_counts,
@@ -226,7 +229,7 @@ def operator_config(
 
 @dataclass
 class RunOutcome:
-    """What a runner hands to the results writer."""
+    """What a run hands to the results writer."""
 
     config: RunConfig
     rows: pa.Table  # finalized: task=-1 totals added, internal rows dropped

@@ -1,4 +1,4 @@
-"""The Spark runner: generated keyed workloads measured inside Spark executors.
+"""The Spark engine: generated keyed workloads measured inside Spark executors.
 
 Stages (architecture.md, "The path of one run")::
 
@@ -25,31 +25,18 @@ from __future__ import annotations
 
 import os
 import sys
-import time
+import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from workloads.run.metrics import (
-    METRIC_DDL,
-    METRIC_SCHEMA,
-    attempts,
-    finalize_rows,
-    job_rows,
-    not_applicable_rows,
-)
-from workloads.run.operator import OperatorConfig, run_operator_batches
-from workloads.run.plan import (
-    DataFacts,
-    RunConfig,
-    RunOutcome,
-    Scenario,
-    operator_config,
-    plan_scenarios,
-    spec_time_frame,
-)
+from workloads.run.config import OperatorConfig
+from workloads.run.metrics import METRIC_DDL, METRIC_SCHEMA
+from workloads.run.operator import run_operator_batches
+from workloads.run.plan import DataFacts, RunConfig, RunOutcome, spec_time_frame
+from workloads.run.runner import JobCallback, run
 from workloads.run.source import KEYED_SCHEMA, keyed_partition
 from workloads.spec import WorkloadSpec
 
@@ -64,7 +51,6 @@ SOURCE_DDL = (
     "key bigint, ts bigint, op tinyint, value bigint, value_size int, map_key int, task int, "
     "seq bigint, pkey bigint"
 )
-JobCallback = Callable[[Scenario, int], None]
 
 
 class InjectedTaskFailure(RuntimeError):
@@ -109,7 +95,15 @@ def launched_by_spark_submit() -> bool:
 def get_session(master: str | None = None, app_name: str = "statebench") -> SparkSession:
     """This process's SparkSession (created on first use; later calls return the same one).
 
-    ``master`` None: spark-submit's master when launched by it, else ``local[*]``."""
+    ``master`` None: spark-submit's master when launched by it, else ``local[*]``. A master
+    that is not a valid URL or does not answer, or a JVM that will not start, is one
+    :class:`~workloads.errors.InfrastructureError` naming the cause (see ``masters.py``)."""
+    from workloads.errors import InfrastructureError
+    from workloads.run.engines.masters import check_master_reachable, check_master_url
+
+    if master is not None:
+        check_master_url(master)
+        check_master_reachable(master)
     loopback_environment()
     from pyspark.sql import SparkSession
 
@@ -118,9 +112,66 @@ def get_session(master: str | None = None, app_name: str = "statebench") -> Spar
         builder = builder.master(master or DEFAULT_MASTER)
     for key, value in session_conf().items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    shown = master or DEFAULT_MASTER
+    try:
+        if shown.startswith("spark://"):
+            spark = _create_within(builder, REGISTRATION_TIMEOUT_S, shown)
+        else:
+            spark = builder.getOrCreate()
+        stopped = bool(spark.sparkContext._jsc.sc().isStopped())
+    except InfrastructureError:
+        raise
+    except Exception as exc:  # JAVA_GATEWAY_EXITED, Py4JJavaError, a context stopped while made
+        text = str(exc).strip()
+        if "stopped SparkContext" in text:
+            cause = f"All masters are unresponsive (Spark could not register with {shown})"
+        else:
+            cause = text.splitlines()[0] if text else type(exc).__name__
+        raise InfrastructureError(
+            f"could not start Spark with master {shown}: {cause}. Check the --master URL, that "
+            "the master is running and reachable, and that Java is installed (JAVA_HOME)"
+        ) from exc
+    if stopped:
+        raise InfrastructureError(
+            f"could not start Spark with master {shown}: All masters are unresponsive (the "
+            "context stopped right after it started). Check the --master URL and that the "
+            "master is running and reachable")
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+#: Seconds a standalone master gets to register the application. Spark's own retries take about
+#: a minute (3 x 20 s, not configurable) before it stops the context; a master that has not
+#: answered by then will not, and the user hears so within a minute of starting.
+REGISTRATION_TIMEOUT_S = 40.0
+
+
+def _create_within(builder: Any, timeout_s: float, master: str) -> SparkSession:
+    """``builder.getOrCreate()`` on a helper thread, given up after ``timeout_s`` (a master
+    port that accepts connections but never registers the application would block it for
+    Spark's full retry minute). The abandoned JVM ends with this process."""
+    from workloads.errors import InfrastructureError
+
+    box: dict[str, Any] = {}
+
+    def create() -> None:
+        try:
+            box["spark"] = builder.getOrCreate()
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=create, name="statebench-spark-session", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        raise InfrastructureError(
+            f"--master {master}: All masters are unresponsive (no Spark master registered this "
+            f"application within {timeout_s:g} s, although the port accepts connections). "
+            "Check that the URL is the master's spark:// address (not its web UI port), that "
+            "the master is running and that its log shows no errors")
+    if "error" in box:
+        raise box["error"]
+    return box["spark"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -273,6 +324,40 @@ def data_facts(keyed: DataFrame, cfg: RunConfig) -> DataFacts:
     return DataFacts(counts, frame[0], frame[1])
 
 
+class SparkEngine:
+    """One Spark job per scenario x repetition over the persisted keyed events (see the module
+    docstring); each Spark task runs its operator task(s) with :func:`run_operator_batches`."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self._keyed: DataFrame | None = None
+        self._fail_task_once: int | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.spark.sparkContext.master)
+
+    def prepare(self, cfg: RunConfig) -> DataFacts:
+        from pyspark import StorageLevel
+
+        conf = self.spark.conf
+        conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.batch_size))
+        conf.set("spark.sql.shuffle.partitions", str(cfg.parallelism))
+        self._fail_task_once = cfg.fail_task_once
+        self._keyed = keyed_events(self.spark, cfg).persist(StorageLevel.MEMORY_AND_DISK)
+        return data_facts(self._keyed, cfg)
+
+    def run_job(self, op_cfg: OperatorConfig) -> pa.Table:
+        assert self._keyed is not None, "prepare() first"
+        fn = _operator_fn(op_cfg, self._fail_task_once)
+        return _normalise(self._keyed.mapInArrow(fn, METRIC_DDL).toArrow())
+
+    def release(self) -> None:
+        if self._keyed is not None:
+            self._keyed.unpersist()
+            self._keyed = None
+
+
 def run_spark(
     cfg: RunConfig,
     spark: SparkSession | None = None,
@@ -281,45 +366,8 @@ def run_spark(
 ) -> RunOutcome:
     """Run every applicable scenario x repetition as one Spark job each (on ``spark``, or on
     this process's session for ``master``, see :func:`get_session`)."""
-    from pyspark import StorageLevel
-
-    started = time.perf_counter()
     spark = spark if spark is not None else get_session(master)
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(cfg.batch_size))
-    spark.conf.set("spark.sql.shuffle.partitions", str(cfg.parallelism))
-    runnable, skipped = plan_scenarios(cfg)
-    keyed = keyed_events(spark, cfg).persist(StorageLevel.MEMORY_AND_DISK)
-    parts: list[pa.Table] = []
-    job_seconds: dict[str, list[float]] = {}
-    try:
-        facts = data_facts(keyed, cfg)
-        for scenario in runnable:
-            for rep in range(cfg.repetitions):
-                op_cfg = operator_config(cfg, scenario, rep, facts)
-                fn = _operator_fn(op_cfg, cfg.fail_task_once)
-                t0 = time.perf_counter()
-                table = keyed.mapInArrow(fn, METRIC_DDL).toArrow()
-                seconds = time.perf_counter() - t0
-                job_seconds.setdefault(op_cfg.scenario.label, []).append(seconds)
-                parts.append(_normalise(table))
-                parts.append(job_rows(op_cfg.scenario, rep, facts.events, seconds))
-                if on_job is not None:
-                    on_job(scenario, rep)
-    finally:
-        keyed.unpersist()
-    parts.append(not_applicable_rows(cfg.run_id, cfg.spec.name,
-                                     [(n.backend, n.strategy) for n in skipped]))
-    raw = pa.concat_tables(parts)
-    return RunOutcome(
-        config=cfg,
-        rows=finalize_rows(raw),
-        not_applicable=skipped,
-        facts=facts,
-        engine=spark.sparkContext.master,
-        duration_s=time.perf_counter() - started,
-        retried_attempts={k: v for k, v in attempts(raw).items() if v},
-        job_seconds=job_seconds,
-    )
+    return run(cfg, SparkEngine(spark), on_job)
 
 
 def _normalise(table: pa.Table) -> pa.Table:

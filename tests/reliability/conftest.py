@@ -1,0 +1,63 @@
+"""Helpers for the reliability tests: run the CLI in-process and read its one-line error."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from workloads import cli
+
+SPEC_HEAD = 'name = "t"\n'
+GENERATED = """
+[keys]
+count = 100
+distribution = "uniform"
+[operations]
+value_get = 0.5
+value_update = 0.5
+[time]
+rate = 1000
+events = 50
+"""
+
+
+def write_spec(folder: Path, text: str, name: str = "spec.toml") -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def fails(capsys: pytest.CaptureFixture[str]) -> Callable[..., str]:
+    """Run ``statebench ARGV`` in-process; demand exit status 2, one line on stderr, no
+    traceback; return that line."""
+
+    def run(*argv: str, status: int = 2) -> str:
+        assert cli.main(list(argv)) == status
+        err = capsys.readouterr().err
+        lines = err.strip().splitlines()
+        assert len(lines) == 1, err
+        assert "Traceback" not in err
+        assert lines[0].startswith("statebench")
+        return lines[0]
+
+    return run
+
+
+@pytest.fixture
+def usage_error(capsys: pytest.CaptureFixture[str]) -> Callable[..., str]:
+    """Like ``fails`` for argparse errors (raised as SystemExit(2) by the option parser)."""
+
+    def run(*argv: str) -> str:
+        with pytest.raises(SystemExit) as exc:
+            cli.main(list(argv))
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        lines = err.strip().splitlines()
+        assert len(lines) == 1, err
+        assert "Traceback" not in err
+        return lines[0]
+
+    return run

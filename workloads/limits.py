@@ -1,0 +1,122 @@
+"""The documented ranges of every numeric spec field and CLI option, with one message each.
+
+Why a module of its own: a number means the same to the user whether it comes from a spec file
+or from the command line (``events = 0`` and ``--events 0`` are the same mistake), so the spec
+parser (``workloads.spec``) and the CLI (``workloads.cli``) check against the same
+:class:`Limit` and print the same words. The ranges are chosen so that:
+
+* a run ends: at most :data:`MAX_EVENTS` events, at least one event per logical second;
+* logical time fits int64 milliseconds with room for ``ts + ttl`` and out-of-orderness: every
+  time and duration stays within :data:`MAX_TIME_MS` (2**53 ms, ~285,000 years, also exact as a
+  float64, which the sine time line computes in);
+* nothing reaches a numpy overflow or divide-by-zero (Pareto shape, exponential percentile,
+  key-insert rates are bounded away from the degenerate ends).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+#: Events of one run (over all partitions): 10 billion, hours at a million events per second.
+MAX_EVENTS = 10**10
+#: Events per logical second: at least one (the time line works in whole ms), at most 10**9.
+MIN_RATE = 1.0
+MAX_RATE = 1e9
+#: Every logical time, duration and TTL in ms: 2**53, so start + duration + ttl fits int64.
+MAX_TIME_MS = 2**53
+#: Key ids are int64; ids and counts stay below 2**62 so ``newest - draw`` cannot wrap.
+MAX_KEYS = 2**62
+#: Bytes of one value: 64 MiB (a larger value is a different benchmark, and one per event
+#: would fill any disk).
+MAX_VALUE_BYTES = 64 << 20
+#: Live sessions at once: their slots are held in memory by every generator partition.
+MAX_CONCURRENT_SESSIONS = 10**7
+#: Generator partitions of the source stage.
+MAX_SOURCE_PARTITIONS = 10_000
+#: Repetitions of each scenario.
+MAX_REPETITIONS = 1_000
+#: Rows of one Arrow batch.
+MAX_BATCH_SIZE = 1 << 24
+#: Speedup of the scaled wall clock of compaction-filter scenarios.
+MIN_TIME_SPEEDUP = 1e-3
+MAX_TIME_SPEEDUP = 1e6
+
+
+def _show(value: float) -> str:
+    """A bound as the user would type it (ints plainly, floats without noise)."""
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A closed (or half-open) range with a unit and the reason for it, for one quantity."""
+
+    lo: float
+    hi: float
+    unit: str = ""
+    why: str = ""
+    integer: bool = True
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def describe(self) -> str:
+        """``in 1..10000000000 events (so that a run ends)``: the range as documented."""
+        left = "(" if self.lo_open else "["
+        right = ")" if self.hi_open else "]"
+        if not self.lo_open and not self.hi_open:
+            text = f"in {_show(self.lo)}..{_show(self.hi)}"
+        else:
+            text = f"in {left}{_show(self.lo)}, {_show(self.hi)}{right}"
+        if self.unit:
+            text += f" {self.unit}"
+        if self.why:
+            text += f" ({self.why})"
+        return text
+
+    def problem(self, value: Any) -> str | None:
+        """None when ``value`` is allowed, else the message (without the field name)."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            kind = "an integer" if self.integer else "a number"
+            return f"expected {kind}, got {value!r}"
+        if self.integer and not isinstance(value, int):
+            return f"expected an integer, got {value!r}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"must be a finite number {self.describe()}, got {value}"
+        too_low = value <= self.lo if self.lo_open else value < self.lo
+        too_high = value >= self.hi if self.hi_open else value > self.hi
+        if too_low or too_high:
+            return f"must be {self.describe()}, got {_show(value)}"
+        return None
+
+
+EVENTS = Limit(1, MAX_EVENTS, "events", "a run must have events and must end")
+RATE = Limit(MIN_RATE, MAX_RATE, "events per logical second",
+             "time is in whole ms; at least one event per second", integer=False)
+DURATION_MS = Limit(1, MAX_TIME_MS, "ms", "logical time must fit int64 ms")
+TIME_MS = Limit(0, MAX_TIME_MS, "ms", "logical time must fit int64 ms")
+POSITIVE_TIME_MS = Limit(1, MAX_TIME_MS, "ms", "logical time must fit int64 ms")
+PERIOD_MS = Limit(1.0, float(MAX_TIME_MS), "ms", "logical time must fit int64 ms", integer=False)
+KEY_COUNT = Limit(1, MAX_KEYS, "keys", "key ids are int64")
+INSERT_RATE = Limit(0.0, MAX_RATE, "keys per logical second", integer=False, lo_open=True)
+SESSION_START_RATE = Limit(0.0, MAX_RATE, "sessions per logical second", integer=False,
+                           lo_open=True)
+CONCURRENT_SESSIONS = Limit(1, MAX_CONCURRENT_SESSIONS, "sessions",
+                            "every live session is held in memory")
+VALUE_BYTES = Limit(0, MAX_VALUE_BYTES, "bytes", "64 MiB per value at most")
+PARETO_SHAPE = Limit(0.1, 100.0, "", "a smaller tail index puts nearly every value at max",
+                     integer=False)
+PARETO_SCALE = Limit(1.0, float(MAX_VALUE_BYTES), "bytes", integer=False)
+EXPONENTIAL_PERCENTILE = Limit(0.001, 99.999, "%", integer=False)
+EXPONENTIAL_FRACTION = Limit(1e-6, 1e6, "", integer=False)
+SEED = Limit(0, 2**63 - 1)
+MAP_KEYS = Limit(1, 2**31 - 1, "map keys")
+SOURCE_PARTITIONS = Limit(1, MAX_SOURCE_PARTITIONS, "partitions")
+REPETITIONS = Limit(1, MAX_REPETITIONS, "repetitions")
+SAMPLE_INTERVAL_MS = Limit(1, MAX_TIME_MS, "logical ms", "logical time must fit int64 ms")
+BATCH_SIZE = Limit(1, MAX_BATCH_SIZE, "rows")
+WARMUP = Limit(0.0, 1.0, "", integer=False, hi_open=True)
+TIME_SPEEDUP = Limit(MIN_TIME_SPEEDUP, MAX_TIME_SPEEDUP, "x wall-clock", integer=False)

@@ -1,0 +1,68 @@
+"""What one task needs to run one scenario (:class:`OperatorConfig`) and the planning rules the
+planner and the operator share: the state names, which scenarios run on the wall clock, the
+default sample interval. Planning reads these without importing the operator.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from backends.keygroups import DEFAULT_MAX_PARALLELISM
+from workloads.ops import StateType
+from workloads.run.metrics import ScenarioId
+
+STATE_NAMES: tuple[str, ...] = tuple(s.value for s in StateType)
+DEFAULT_SAMPLES = 10
+
+
+def wall_clock_driven(time_characteristic: str, strategy: str) -> bool:
+    """Whether a scenario's TTL clock is the (scaled) wall clock: RocksDB's TTL compaction filter
+    reads the wall clock, so ProcessingTime with ``compaction_filter`` cannot run on a logical
+    clock (see ``workloads.run.operator``)."""
+    return time_characteristic == "ProcessingTime" and strategy.startswith("compaction_filter")
+
+
+def default_sample_interval(start_ms: int, end_ms: int, samples: int = DEFAULT_SAMPLES) -> int:
+    """``samples`` state samples over the run's logical time frame (at least 1 ms apart)."""
+    return max(1, math.ceil((end_ms - start_ms) / samples))
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    """Everything a task needs to run one scenario (small and picklable for Spark closures)."""
+
+    run_id: str
+    workload: str
+    backend: str
+    strategy: str
+    value_type: str
+    state_types: tuple[str, ...]
+    ttl_ms: int | None
+    update_type: str
+    visibility: str
+    time_characteristic: str
+    start_ms: int
+    end_ms: int
+    sample_interval_ms: int
+    checkpoint_interval_ms: int = 0
+    checkpoint_mode: str = "full"
+    checkpoint_root: str | None = None
+    parallelism: int = 1
+    max_parallelism: int = DEFAULT_MAX_PARALLELISM
+    task_counts: tuple[tuple[int, int], ...] = ()
+    warmup_fraction: float = 0.1
+    repetition: int = 0
+    emit_series: bool = True
+    measure_latency: bool = True
+    time_speedup: float = 1.0
+    local_dir: str | None = None
+    restore_at_end: bool = True
+
+    @property
+    def scenario(self) -> ScenarioId:
+        return ScenarioId(self.workload, self.backend, self.strategy, self.run_id)
+
+    @property
+    def never_return_expired(self) -> bool:
+        return self.ttl_ms is not None and self.visibility == "NeverReturnExpired"
