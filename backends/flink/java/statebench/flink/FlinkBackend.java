@@ -92,6 +92,8 @@ final class FlinkBackend implements AutoCloseable {
         long periodicCompactionMs = -1L;
         long writeBufferSize;
         boolean incrementalCheckpoints;
+        /** Checkpoint handles to restore from (the event lane's timed restore). */
+        List<KeyedStateHandle> restore = Collections.emptyList();
     }
 
     /** A registered state and what its commands need to know about it. */
@@ -121,6 +123,8 @@ final class FlinkBackend implements AutoCloseable {
     private final CloseableRegistry registry = new CloseableRegistry();
     private final RocksDBResourceContainer resources;
     final Map<Integer, Registered> states = new LinkedHashMap<>();
+    /** The handles of the checkpoints taken, in order (the event lane's timed restore). */
+    final List<KeyedStateHandle> checkpoints = new ArrayList<>();
     /** The same states indexed by id: the per-op lookup of the hot path, no boxing. */
     private Registered[] bySid = new Registered[16];
 
@@ -137,7 +141,7 @@ final class FlinkBackend implements AutoCloseable {
             backend = new HeapKeyedStateBackendBuilder<>(
                     null, keySerializer, loader, options.maxParallelism, range, executionConfig,
                     time, LatencyTrackingStateConfig.disabled(), SizeTrackingStateConfig.disabled(),
-                    Collections.emptyList(), UncompressedStreamCompressionDecorator.INSTANCE,
+                    options.restore, UncompressedStreamCompressionDecorator.INSTANCE,
                     LocalRecoveryConfig.BACKUP_AND_RECOVERY_DISABLED,
                     new HeapPriorityQueueSetFactory(range, options.maxParallelism, 128),
                     true, registry).build();
@@ -167,7 +171,7 @@ final class FlinkBackend implements AutoCloseable {
                 RocksDBPriorityQueueConfig.buildWithPriorityQueueType(
                         EmbeddedRocksDBStateBackend.PriorityQueueStateType.ROCKSDB),
                 time, LatencyTrackingStateConfig.disabled(), SizeTrackingStateConfig.disabled(),
-                new UnregisteredMetricsGroup(), (name, value) -> {}, Collections.emptyList(),
+                new UnregisteredMetricsGroup(), (name, value) -> {}, options.restore,
                 UncompressedStreamCompressionDecorator.INSTANCE, registry);
         StatebenchRocksAccess.incremental(builder, options.incrementalCheckpoints);
         backend = builder.build();
@@ -415,6 +419,9 @@ final class FlinkBackend implements AutoCloseable {
             backend.notifyCheckpointComplete(checkpointId);
         }
         KeyedStateHandle handle = result.getJobManagerOwnedSnapshot();
+        if (type == 0 && handle != null) {
+            checkpoints.add(handle);
+        }
         long size = handle == null ? 0L : handle.getStateSize();
         long checkpointed = handle instanceof CompositeStateHandle
                 ? ((CompositeStateHandle) handle).getCheckpointedSize() : size;

@@ -76,6 +76,7 @@ public final class Worker {
         CommandFamily stateOps = this::stateOp;
         register(0x01, 0x1F, control);
         register(0x20, 0x3F, stateOps);
+        Events.install(this);
     }
 
     /** Routes opcodes lo..hi (inclusive) to a family; later families extend the protocol. */

@@ -1,0 +1,161 @@
+"""The workload-event family (opcodes 0x40-0x4F): statebench's keyed operator run inside the JVM.
+
+Why a family of its own: a workload lane must cost Flink's per-op time plus a small transfer,
+never a Python call per op. A task's events cross as fixed binary columns (numpy, one copy per
+column) and one Java loop (``statebench.flink.Events``) applies them exactly as
+``workloads/run/hotloop.py`` does, timing each record with the same log-linear buckets as
+``workloads/run/metrics.py``. Layouts (big-endian, appended to the package docstring's protocol):
+
+  0x40 EV_OPEN u8 value type (1 long, 2 string, 7 bytes), u8 state mask (1 value, 2 list, 4 map,
+       8 reducing, 16 aggregating), i64 ttl ms (0 = off), u8 update, u8 visibility, u8 flags,
+       i32 incremental size, u8 per record, i64 query time after num entries (REGISTER's
+       fields), u8 clock (0 the record's ts, 1 scaled wall clock from EV_OPEN, 2 paced: the
+       scaled wall clock from the first record or EV_WAIT, each record released once the clock
+       reaches its ts, as workloads/run/pacing.py), f64 speedup, i64 start ms,
+       i64 warm-up records, u8 verify expired reads, u8 latency histogram           --
+  0x41 EV_APPLY i32 n, then columns of n: key i64, ts i64, op i8, value i64 (long) or
+       value_size i32 (string/bytes), map_key i32                                   --
+  0x42 EV_SAMPLE i64 now (i64 min = the lane's clock)
+       [long live, long expired, long logical bytes, long expired logical bytes, long physical,
+        list of double RocksDB stats (ROCKSDB_STATS order; empty on heap, NaN = none), long now]
+  0x43 EV_STATS   [long records, long post-warm-up records, long busy ns, long expired returned,
+                   list of latency (bucket index, count) pairs, flattened, long paced records
+                   released, long late ones, list of schedule lag (bucket, count) pairs]
+  0x44 EV_RESTORE  a fresh backend restored from the last SNAPSHOT checkpoint's handle, the
+                   lane's states registered again, then disposed       long ns it took
+  0x45 EV_WAIT i64 ts  paced: sleep until the lane's clock reaches ts (a barrier's time)  --
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+EV_OPEN, EV_APPLY, EV_SAMPLE, EV_STATS, EV_RESTORE, EV_WAIT = 0x40, 0x41, 0x42, 0x43, 0x44, 0x45
+VALUE_TYPES = {"long": 1, "string": 2, "bytes": 7}
+STATE_BITS = {"value": 1, "list": 2, "map": 4, "reducing": 8, "aggregating": 16}
+CLOCK_RECORD, CLOCK_WALL, CLOCK_PACED = 0, 1, 2
+LANE_CLOCK = -(1 << 63)
+
+_OPEN = struct.Struct(">BBBqBBBiBqBdqqBB")
+_APPLY = struct.Struct(">Bi")
+_SAMPLE = struct.Struct(">Bq")
+
+
+@dataclass(frozen=True)
+class LaneSpec:
+    """What EV_OPEN needs: the operator's states and TTL (REGISTER's TTL fields), its clock."""
+
+    value_type: str
+    state_types: tuple[str, ...]
+    ttl_fields: tuple[int, int, int, int, int, int, int]  # backends.flink.spec.ttl_fields
+    clock: int  # CLOCK_RECORD, CLOCK_WALL or CLOCK_PACED
+    speedup: float
+    start_ms: int
+    warmup_records: int
+    verify: bool
+    latency: bool
+
+
+def encode_open(spec: LaneSpec) -> bytes:
+    if spec.value_type not in VALUE_TYPES:
+        raise ValueError(f"value type {spec.value_type!r}: the Flink lane supports "
+                         f"{', '.join(VALUE_TYPES)}")
+    mask = 0
+    for name in spec.state_types:
+        if name not in STATE_BITS:
+            raise ValueError(f"unknown state type {name!r}; expected one of "
+                             f"{', '.join(STATE_BITS)}")
+        mask |= STATE_BITS[name]
+    return _OPEN.pack(EV_OPEN, VALUE_TYPES[spec.value_type], mask, *spec.ttl_fields,
+                      spec.clock, float(spec.speedup),
+                      spec.start_ms, spec.warmup_records, 1 if spec.verify else 0,
+                      1 if spec.latency else 0)
+
+
+def _column(batch: pa.RecordBatch, name: str, dtype: str) -> bytes:
+    array = batch.column(name).to_numpy(zero_copy_only=False)
+    return np.ascontiguousarray(array, dtype=dtype).tobytes()
+
+
+def encode_apply(batch: pa.RecordBatch, value_type: str, uses_map: bool) -> bytes:
+    """EV_APPLY for a batch with the operator's event columns (one numpy copy per column)."""
+    n = batch.num_rows
+    parts = [_APPLY.pack(EV_APPLY, n), _column(batch, "key", ">i8"), _column(batch, "ts", ">i8"),
+             _column(batch, "op", "i1")]
+    if value_type == "long":
+        parts.append(_column(batch, "value", ">i8"))
+    else:
+        parts.append(_column(batch, "value_size", ">i4"))
+    parts.append(_column(batch, "map_key", ">i4") if uses_map else bytes(4 * n))
+    return b"".join(parts)
+
+
+def encode_sample(now_ms: int | None) -> bytes:
+    """EV_SAMPLE at logical time ``now_ms`` (None: the lane's own, wall-clock-driven, clock)."""
+    return _SAMPLE.pack(EV_SAMPLE, LANE_CLOCK if now_ms is None else now_ms)
+
+
+def encode_wait(ts_ms: int) -> bytes:
+    return _SAMPLE.pack(EV_WAIT, ts_ms)
+
+
+def encode_stats() -> bytes:
+    return bytes([EV_STATS])
+
+
+def encode_restore() -> bytes:
+    return bytes([EV_RESTORE])
+
+
+#: What EV_SAMPLE reports of RocksDB, in its order (the keys of statebench's rocksdb_stats()).
+ROCKSDB_STATS = ("flushes", "compactions", "compaction_bytes_read", "compaction_bytes_written",
+                 "write_amplification", "sst_files", "sst_bytes", "memtable_bytes")
+
+
+@dataclass(frozen=True)
+class Sample:
+    live: int
+    expired: int
+    logical_bytes: int
+    expired_bytes: int
+    physical_bytes: int
+    rocksdb: dict[str, float | None]  # ROCKSDB_STATS; {} on heap, None where there is none yet
+    now_ms: int
+
+
+def decode_sample(result: Any) -> Sample:
+    live, expired, logical, expired_bytes, physical, rocks, now = result
+    stats = {k: (None if v != v else v) for k, v in zip(ROCKSDB_STATS, rocks)}  # NaN -> None
+    return Sample(int(live), int(expired), int(logical), int(expired_bytes), int(physical),
+                  stats, int(now))
+
+
+@dataclass(frozen=True)
+class LaneStats:
+    """The Java loop's measurements: records, post-warm-up records and busy ns, expired values
+    returned, the latency histogram's non-empty buckets, and when paced the records released,
+    the late ones and the schedule lag's buckets (clock ms stored as ms * 1e6)."""
+
+    records: int
+    post_records: int
+    busy_ns: int
+    expired_returned: int
+    buckets: list[tuple[int, int]]
+    released: int
+    late: int
+    lag_buckets: list[tuple[int, int]]
+
+
+def _pairs(flat: list[int]) -> list[tuple[int, int]]:
+    return [(int(flat[i]), int(flat[i + 1])) for i in range(0, len(flat), 2)]
+
+
+def decode_stats(result: Any) -> LaneStats:
+    records, post, busy, bad, flat, released, late, lags = result
+    return LaneStats(int(records), int(post), int(busy), int(bad), _pairs(flat), int(released),
+                     int(late), _pairs(lags))

@@ -1,0 +1,53 @@
+"""The Flink reference lanes of a workload run: their backend names, which cleanup strategies
+apply to them (with Flink's reasons when not), and the up-front availability check.
+
+Why here and not in the planner: these are facts about Flink (its heap backend has no
+compactions, its RocksDB backend silently skips incremental cleanup, it never built timer
+cleanup), and the planner only needs the names and the reasons. Nothing here starts a JVM.
+"""
+
+from __future__ import annotations
+
+from backends.flink.build import ensure_worker_built
+from backends.flink.spec import TIMER_REASON
+from backends.strategies import parse_strategy
+
+#: Lane backend name -> Flink backend kind of its worker.
+LANE_KINDS: dict[str, str] = {"flink-heap": "heap", "flink-rocksdb": "rocksdb"}
+
+COMPACTION_ON_HEAP_REASON = (
+    "Flink's compaction filter (cleanupInRocksdbCompactFilter) runs inside RocksDB compactions; "
+    "Flink's heap backend has none and ignores it"
+)
+INCREMENTAL_ON_ROCKSDB_REASON = (
+    "Flink's incremental cleanup (cleanupIncrementally) walks the heap backend's in-memory state "
+    "tables; Flink's RocksDB backend has none and silently skips it"
+)
+
+
+def is_lane(backend: str) -> bool:
+    return backend in LANE_KINDS
+
+
+def not_applicable_reason(lane: str, strategy: str) -> str | None:
+    """None when ``strategy`` runs on Flink lane ``lane``, else Flink's reason why not.
+
+    Unlike statebench's RocksDB, Flink's compaction filter reads the lane's TtlTimeProvider, so
+    it runs under event time and simulated processing time too."""
+    if lane not in LANE_KINDS:
+        raise ValueError(f"unknown Flink lane '{lane}'; expected one of {', '.join(LANE_KINDS)}")
+    name = parse_strategy(strategy).name
+    kind = LANE_KINDS[lane]
+    if name == "timer":
+        return TIMER_REASON
+    if name == "compaction_filter" and kind == "heap":
+        return COMPACTION_ON_HEAP_REASON
+    if name == "incremental" and kind == "rocksdb":
+        return INCREMENTAL_ON_ROCKSDB_REASON
+    return None
+
+
+def check_available() -> None:
+    """Raises FlinkUnavailableError naming what to install (the extra, a JDK 17) or why the
+    worker does not compile; compiles it into the cache once, so tasks start without a race."""
+    ensure_worker_built()
