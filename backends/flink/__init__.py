@@ -67,8 +67,12 @@ State-operation family (0x20-0x3F): u16 state id, then
   0x2D MAP_KEYS -> list | 0x2E MAP_VALUES -> list | 0x2F MAP_IS_EMPTY -> bool
   0x30 REDUCING_GET -> value | 0x31 REDUCING_ADD value | 0x32 AGG_GET -> value |
   0x33 AGG_ADD value
-Opcodes 0x40-0xFF are free for further families (e.g. applying workload events with metrics):
-the Java side registers a CommandFamily for an opcode range (Worker.register).
+Workload-event family (0x40-0x4F, statebench.flink.Events; layouts in backends.flink.events):
+  0x40 EV_OPEN | 0x41 EV_APPLY (a batch of events as binary columns) | 0x42 EV_SAMPLE |
+  0x43 EV_STATS | 0x44 EV_RESTORE. The workload runner's lanes `flink-heap` / `flink-rocksdb`
+  (workloads/run/flink_lane.py, backends.flink.lanes) drive it.
+Opcodes 0x50-0xFF are free for further families: the Java side registers a CommandFamily for
+an opcode range (Worker.register).
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ operator does (``workloads/run/hotloop.py``), so the rows are the same metrics o
 barriers as :class:`workloads.run.operator.KeyedOperator`:
 
 * Time: Flink's TTL is processing time only, so the lane's TtlTimeProvider *is* the scenario's
-  clock: each record's timestamp (event time, and simulated processing time, which statebench's
-  operator also sets from the timestamps), or a scaled wall clock from the run's start for the
-  wall-clock-driven scenarios (ProcessingTime with ``compaction_filter``), as statebench's.
+  clock: each record's timestamp under event time; under ProcessingTime the paced clock of
+  ``workloads.run.pacing`` (a scaled wall clock from the task's start, each record released
+  once it is due, barriers waited for), kept in Java, with the same schedule-lag rows.
   Flink's compaction filter reads the same provider.
 * Barriers: checkpoints (Flink's own ``snapshot()``) and samples at the same logical times,
   cut into the same event ranges; a sample counts what Flink physically holds (live vs expired
@@ -19,17 +19,21 @@ barriers as :class:`workloads.run.operator.KeyedOperator`:
   ``System.nanoTime()`` per record, the same log-linear latency buckets), the Python column
   encoding, and checkpoints (Flink's sync + async time). The pipe transfer is input, like Spark's.
 
-Not measured, because Flink keeps no such counters: ``cleanup_removed_*`` and the cleanup lag
-rows; and ``restore_ms`` (no restore of Flink's handles yet). One JVM per Python process is kept
+``restore_ms`` times a fresh Flink backend restored from the last checkpoint's handle with the
+states registered again. Not measured, because Flink keeps no such counters:
+``cleanup_removed_*`` and the cleanup lag rows. One JVM per Python process is kept
 between tasks (``reset()`` opens a fresh backend): a JVM start per task would cost more than a
-small task's work.
+small task's work; a JVM first applies a synthetic warm-up stream per backend kind
+(``_warm_up``).
 """
 
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 import time
+import weakref
 from dataclasses import replace
 from typing import Any
 
@@ -45,12 +49,14 @@ from backends.ttl_config import DEFAULT_PERIODIC_COMPACTION_MS, DEFAULT_QUERY_TI
 from workloads.ops import Op
 from workloads.run import checkpoints as ck
 from workloads.run import tempdirs
-from workloads.run.config import OperatorConfig, wall_clock_driven
+from workloads.run.config import OperatorConfig, paced, wall_clock_driven
 from workloads.run.metrics import (
     ATTEMPT,
     CHECKPOINT_METRICS,
+    CHECKPOINT_PHASE_METRICS,
     LATENCY_BUCKET,
     NO_TIME,
+    ROCKSDB_SERIES,
     LatencyBuckets,
     MetricRows,
     Row,
@@ -70,21 +76,69 @@ from workloads.run.operator import (
 # One idle JVM per process, reused by the next task (see the module docstring)
 # ------------------------------------------------------------------------------------------------
 
+_TIMEOUT_S = 120.0  # per frame, beyond any pacing wait
 _idle: list[FlinkWorker] = []
+_warmed: weakref.WeakKeyDictionary[FlinkWorker, set[str]] = weakref.WeakKeyDictionary()
 _idle_lock = threading.Lock()
 
 
-def _acquire(kind: str, **options: Any) -> FlinkWorker:
+def _acquire(kind: str, **options: Any) -> tuple[FlinkWorker, bool]:
+    """A worker with a fresh backend, and whether its JVM still needs a warm-up for `kind`."""
     with _idle_lock:
         worker = _idle.pop() if _idle else None
     if worker is None:
-        return FlinkWorker(kind, **options)
+        worker = FlinkWorker(kind, timeout_s=_TIMEOUT_S, **options)
+        _warmed[worker] = set()
+    else:
+        try:
+            worker.reset(kind, **options)
+        except BaseException:
+            worker.close()
+            raise
+    cold = kind not in _warmed[worker]
+    _warmed[worker].add(kind)
+    return worker, cold
+
+
+#: Synthetic events a JVM applies before its first heap task (RocksDB: a quarter), unless the
+#: environment variable below says otherwise (0: no warm-up; tests that measure no speed).
+WARMUP_EVENTS = 200_000
+WARMUP_ENV = "STATEBENCH_FLINK_WARMUP_EVENTS"
+
+
+def warmup_events(kind: str) -> int:
+    text = os.environ.get(WARMUP_ENV)
     try:
-        worker.reset(kind, **options)
-    except BaseException:
-        worker.close()
-        raise
-    return worker
+        n = WARMUP_EVENTS if text is None else int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise ValueError(f"{WARMUP_ENV}={text!r}: expected a number of events >= 0")
+    return n if kind == "heap" else n // 4
+
+
+def _warm_up(worker: FlinkWorker, spec: events.LaneSpec, kind: str, ttl_ms: int | None) -> None:
+    """JIT warm-up, as JMH's warm-up iterations: a new JVM interprets Flink's code until the
+    JIT compiles it, so the first task of a JVM kept for later tasks would run slower than the
+    others and bias the strategies' relative costs by their order. A seeded synthetic stream
+    over the same states and ops (TTL expiring inside it) goes through the loop first; the
+    caller then opens a fresh backend."""
+    n = warmup_events(kind)
+    if n == 0:
+        return
+    codes = [int(op) for op in Op if op.state_type.value in spec.state_types]
+    rng = np.random.default_rng(0)
+    span = 4 * (ttl_ms or 1_000)
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(rng.integers(0, 5_000, n), pa.int64()),
+         pa.array(spec.start_ms + np.arange(n, dtype=np.int64) * span // n, pa.int64()),
+         pa.array(rng.choice(codes, n).astype(np.int8), pa.int8()),
+         pa.array(rng.integers(0, 1 << 40, n), pa.int64()),
+         pa.array(rng.integers(1, 64, n).astype(np.int32), pa.int32()),
+         pa.array(rng.integers(0, 8, n).astype(np.int32), pa.int32())],
+        names=["key", "ts", "op", "value", "value_size", "map_key"])
+    warm = replace(spec, clock=events.CLOCK_RECORD, warmup_records=n)
+    worker.send(events.encode_open(warm) + events.encode_apply(batch, spec.value_type, True))
 
 
 def _release(worker: FlinkWorker) -> None:
@@ -137,7 +191,7 @@ class FlinkLaneOperator:
     ) -> None:
         if cfg.backend not in LANE_KINDS:
             raise ValueError(f"'{cfg.backend}' is not a Flink lane ({', '.join(LANE_KINDS)})")
-        reason = not_applicable_reason(cfg.backend, cfg.strategy)
+        reason = not_applicable_reason(cfg.backend, cfg.cleanup or cfg.strategy)
         if reason is not None:
             raise RuntimeError(f"{cfg.scenario.label}: {reason}; the runner should have skipped it")
         self.cfg = cfg
@@ -146,7 +200,8 @@ class FlinkLaneOperator:
         self.attempt_id = attempt if attempt_id is None else attempt_id
         self.kind = LANE_KINDS[cfg.backend]
         self.rows = MetricRows(cfg.scenario)
-        self._wall = wall_clock_driven(cfg.time_characteristic, cfg.strategy)
+        self._paced = paced(cfg.time_characteristic)
+        self._wall = self._paced or wall_clock_driven(cfg.time_characteristic, cfg.strategy)
         counts = dict(cfg.task_counts)
         self._warm_left = int(counts.get(task, 0) * cfg.warmup_fraction)
         self._python_ns = 0.0  # column encoding after the warm-up (pro rata per batch)
@@ -158,6 +213,7 @@ class FlinkLaneOperator:
         self._bi = 0
         self._next_barrier = self._barriers[0].time_ms if self._barriers else INFINITY
         self._ckpt_target = self._checkpoint_target()
+        self._last_checkpoint: Barrier | None = None
         self._local = tempdirs.make(f"statebench-flink-t{task}-", dir=local_root(cfg))
         self.worker: FlinkWorker | None = None
         try:
@@ -168,30 +224,40 @@ class FlinkLaneOperator:
 
     def _open(self) -> None:
         cfg = self.cfg
-        query, periodic = _compaction_options(cfg.strategy)
-        self.worker = _acquire(
-            self.kind,
-            max_parallelism=cfg.max_parallelism,
-            key_group_range=KeyGroupRange.of_operator(self.task, cfg.parallelism,
-                                                      cfg.max_parallelism),
-            path=self._local,
-            query_time_after_num_entries=query,
-            periodic_compaction_ms=periodic,
-            incremental_checkpoints=self.kind == "rocksdb" and cfg.checkpoint_mode == "incremental",
-        )
+        query, periodic = _compaction_options(cfg.cleanup or cfg.strategy)
+        options: dict[str, Any] = {
+            "max_parallelism": cfg.max_parallelism,
+            "key_group_range": KeyGroupRange.of_operator(self.task, cfg.parallelism,
+                                                         cfg.max_parallelism),
+            "path": self._local,
+            "query_time_after_num_entries": query,
+            "periodic_compaction_ms": periodic,
+            "incremental_checkpoints": (self.kind == "rocksdb"
+                                        and cfg.checkpoint_mode == "incremental"),
+        }
+        self.worker, cold = _acquire(self.kind, **options)
         # Flink's TTL is processing time: the lane's provider is driven by the scenario's clock
         ttl = ttl_config(replace(cfg, time_characteristic="ProcessingTime"))
         spec = events.LaneSpec(
             value_type=cfg.value_type,
             state_types=cfg.state_types,
             ttl_fields=ttl_fields(ttl, query, periodic),
-            wall_clock=self._wall,
+            clock=(events.CLOCK_PACED if self._paced
+                   else events.CLOCK_WALL if self._wall else events.CLOCK_RECORD),
             speedup=cfg.time_speedup,
             start_ms=cfg.start_ms,
             warmup_records=self._warm_left,
             verify=cfg.ttl_ms is not None,
             latency=cfg.measure_latency,
         )
+        if cold:  # on a backend of every key group, in a folder of its own, then the task's
+            self.worker.reset(self.kind, **(options | {"key_group_range": None,
+                                                       "path": f"{self._local}/warm-up"}))
+            _warm_up(self.worker, spec, self.kind, cfg.ttl_ms)
+            self.worker.reset(self.kind, **(options | {"path": f"{self._local}/task"}))
+        if self._paced:  # a frame waits for its records' time: allow the whole run's span
+            span_s = (cfg.end_ms - cfg.start_ms) / cfg.time_speedup / 1e3
+            self.worker.timeout_s = _TIMEOUT_S + span_s
         self.worker.send(events.encode_open(spec))
 
     def _checkpoint_target(self) -> str | None:
@@ -230,6 +296,8 @@ class FlinkLaneOperator:
                 b.raw(events.encode_apply(batch.slice(lo, cut - lo), self.cfg.value_type,
                                           self._uses_map))
                 lo = cut
+            if self._paced:  # a barrier, as a record, happens at its time
+                b.raw(events.encode_wait(self._next_barrier))
             fired.append((self._add_barrier(b), self._warm_left - cut <= 0))
         if lo < n:
             b.raw(events.encode_apply(batch.slice(lo, n - lo), self.cfg.value_type,
@@ -248,6 +316,7 @@ class FlinkLaneOperator:
         if barrier.kind == CHECKPOINT:
             assert self._ckpt_target is not None
             b.snapshot(barrier.index, self._ckpt_target)
+            self._last_checkpoint = barrier
         else:
             b.raw(events.encode_sample(None if self._wall else barrier.time_ms), reads=1)
         return barrier
@@ -269,11 +338,19 @@ class FlinkLaneOperator:
                     for metric, value in zip(CHECKPOINT_METRICS, values):
                         unit = "bytes" if metric.endswith("bytes") else "ms"
                         add(task, step, t, metric, value, unit)
+                    # Flink's async phase writes the snapshot's files: the upload, as ours
+                    for metric in CHECKPOINT_PHASE_METRICS:
+                        add(task, step, t, metric, result["async_ms"], "ms")
             else:
                 s = events.decode_sample(result)
                 add(task, step, t, "live_entries", s.live, "entries")
                 add(task, step, t, "expired_present_entries", s.expired, "entries")
                 add(task, step, t, "logical_bytes", s.logical_bytes, "bytes")
+                add(task, step, t, "expired_present_bytes", s.expired_bytes, "bytes")
+                for metric, key, unit in ROCKSDB_SERIES:  # flink-rocksdb only
+                    value = s.rocksdb.get(key)
+                    if value is not None:  # no row before the first flush (write amplification)
+                        add(task, step, t, metric, value, unit)
                 add(task, step, t, "physical_bytes", s.physical_bytes, "bytes")
 
     # ------------------------------------------------------------------ the end
@@ -284,10 +361,18 @@ class FlinkLaneOperator:
         while self._bi < len(self._barriers):
             fired.append((self._add_barrier(b), self._warm_left <= 0))
         b.raw(events.encode_stats(), reads=1)
+        cfg, task, rep, add = self.cfg, self.task, self.cfg.repetition, self.rows.add
+        restore = cfg.emit_series and cfg.restore_at_end and self._last_checkpoint is not None
+        if restore:
+            b.raw(events.encode_restore(), reads=1)
         results = b.flush()
+        if restore:
+            assert self._last_checkpoint is not None
+            restore_ns = results.pop()
+            add(task, self._last_checkpoint.index, self._last_checkpoint.time_ms, "restore_ms",
+                restore_ns / 1e6, "ms")
         self._record(fired, results[:-1])
         stats = events.decode_stats(results[-1])
-        cfg, task, rep, add = self.cfg, self.task, self.cfg.repetition, self.rows.add
         busy_ns = stats.busy_ns + self._python_ns + self._checkpoint_ns
         rate = stats.post_records / (busy_ns / 1e9) if busy_ns > 0 else 0.0
         add(task, rep, NO_TIME, "records", stats.records, "count")
@@ -303,6 +388,15 @@ class FlinkLaneOperator:
             add(task, index, rep, LATENCY_BUCKET, count, "count")  # internal: time = repetition
         add(task, rep, NO_TIME, "expired_returned", stats.expired_returned, "count")
         add(task, rep, NO_TIME, ATTEMPT, self.attempt, "count")
+        if self._paced and stats.released:
+            lag = LatencyBuckets()  # clock ms stored as ms * 1e6, as workloads.run.pacing
+            for index, count in stats.lag_buckets:
+                lag.add_bucket(index, count)
+            us = lag.percentiles_us()
+            for name in ("p50", "p99", "max"):
+                add(task, rep, NO_TIME, f"schedule_lag_{name}_ms", us[f"latency_{name}_us"] / 1e3,
+                    "ms")
+            add(task, rep, NO_TIME, "late_records_share", stats.late / stats.released, "share")
         self.close()
         if cfg.never_return_expired and stats.expired_returned:
             raise ExpiredValueReturned(
@@ -316,6 +410,7 @@ class FlinkLaneOperator:
         delete the task's RocksDB folder. A worker that failed is closed, not kept."""
         worker, self.worker = self.worker, None
         if worker is not None:
+            worker.timeout_s = _TIMEOUT_S
             try:
                 worker.reset("heap")  # disposes this task's backend before its folder goes
             except BaseException:

@@ -1,0 +1,229 @@
+"""Flink's backends as workload lanes (``flink-heap``, ``flink-rocksdb``): the same metric rows as
+statebench's operator, the same TTL semantics sample by sample, no expired value returned, the
+strategies Flink does not have reported with Flink's reason, and the lane inside Spark executors.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backends.flink import TIMER_REASON, FlinkUnavailableError
+from backends.flink.build import ensure_worker_built
+from backends.flink.lanes import COMPACTION_ON_HEAP_REASON, INCREMENTAL_ON_ROCKSDB_REASON
+from tests.runner.conftest import mixed_spec, small_spec, spark_session
+from workloads.run.engines.inprocess import run_in_process
+from workloads.run.flink_lane import WARMUP_ENV, close_idle_workers
+from workloads.run.plan import PlanError, RunConfig
+
+ALL = ("heap", "flink-heap", "rocksdb", "flink-rocksdb")
+PAIRS = (("heap", "flink-heap"), ("rocksdb", "flink-rocksdb"))
+#: Rows statebench's backends have and Flink cannot give: Flink keeps no cleanup counters.
+NOT_FROM_FLINK = frozenset({
+    "cleanup_removed_read", "cleanup_removed_incremental", "cleanup_removed_timer",
+    "cleanup_removed_compaction_filter", "cleanup_removed_full_snapshot", "cleanup_lag_mean_ms",
+    "cleanup_lag_max_ms",
+})
+#: Flink's RocksDB checkpoints flush the memtables (statebench's full ones do not), and write
+#: amplification has a row only once something was flushed.
+NO_ROW_BEFORE_A_FLUSH = frozenset({"rocksdb_write_amp"})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def flink_available() -> Iterator[None]:
+    try:
+        ensure_worker_built()
+    except FlinkUnavailableError as exc:
+        if os.environ.get("STATEBENCH_REQUIRE_FLINK"):
+            raise
+        pytest.skip(str(exc))
+    # no speed is measured here: a short JIT warm-up (Spark's Python workers inherit it)
+    saved = os.environ.get(WARMUP_ENV)
+    os.environ[WARMUP_ENV] = "4000"
+    yield
+    close_idle_workers()  # the lanes keep one JVM per process between tasks
+    if saved is None:
+        os.environ.pop(WARMUP_ENV, None)
+    else:
+        os.environ[WARMUP_ENV] = saved
+
+
+def _metrics(rows: Any) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for r in rows.to_pylist():
+        out.setdefault(r["scenario"], set()).add(r["metric"])
+    return out
+
+
+def _per_task(rows: Any, scenario: str, metric: str) -> dict[tuple[int, int], float]:
+    return {(r["task"], r["step"]): r["value"] for r in rows.to_pylist()
+            if r["scenario"] == scenario and r["metric"] == metric}
+
+
+@pytest.fixture(scope="module")
+def ycsb(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """ycsb-a, 3000 events, every strategy of the spec on all four backends, checkpoints on."""
+    root = tmp_path_factory.mktemp("ycsb")
+    cfg = RunConfig(small_spec("ycsb-a", events=3_000), backends=ALL,
+                    checkpoint_root=str(root / "ckpt"), run_id="lane")
+    return run_in_process(cfg)
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Every state type and op, string payloads, event-time TTL: strategy none on all four."""
+    root = tmp_path_factory.mktemp("mixed")
+    cfg = RunConfig(mixed_spec(), backends=ALL, strategies=("none", "full_snapshot"),
+                    checkpoint_root=str(root / "ckpt"), run_id="lane")
+    return run_in_process(cfg)
+
+
+def test_all_four_backends_produce_the_same_metrics(ycsb: Any) -> None:
+    metrics = _metrics(ycsb.rows)
+    for ours, flink in PAIRS:
+        for strategy in ("none", "full_snapshot"):
+            theirs = metrics[f"ycsb-a/{flink}/{strategy}"] - NO_ROW_BEFORE_A_FLUSH
+            ours_ = metrics[f"ycsb-a/{ours}/{strategy}"] - NO_ROW_BEFORE_A_FLUSH
+            assert theirs == ours_ - NOT_FROM_FLINK
+            assert {"records_per_s", "latency_p99_us", "live_entries", "physical_bytes",
+                    "checkpoint_bytes", "checkpoint_total_ms", "restore_ms"} <= theirs
+    assert "ycsb-a/flink-heap/incremental(5, false)" in metrics
+    assert "ycsb-a/flink-rocksdb/compaction_filter(1000)" in metrics  # Flink's filter: any clock
+
+
+def test_flink_never_returns_an_expired_value_and_counts_every_record(ycsb: Any) -> None:
+    rows = ycsb.rows.to_pylist()
+    flink = {r["scenario"] for r in rows if "/flink-" in r["scenario"]
+             and r["metric"] == "records"}
+    assert len(flink) == 6  # heap: none, full_snapshot, incremental; rocksdb: none, fs, filter
+    for scenario in flink:
+        returned = _per_task(ycsb.rows, scenario, "expired_returned")
+        assert returned and set(returned.values()) == {0.0}
+        assert _per_task(ycsb.rows, scenario, "records")[(-1, 0)] == 3_000
+        assert _per_task(ycsb.rows, scenario, "records_per_s")[(-1, 0)] > 0
+
+
+def test_strategies_flink_lacks_are_reported_with_flinks_reason(ycsb: Any) -> None:
+    reasons = {(n.backend, n.strategy): n.reason for n in ycsb.not_applicable}
+    assert reasons[("flink-heap", "timer")] == TIMER_REASON
+    assert reasons[("flink-rocksdb", "timer")] == TIMER_REASON
+    assert reasons[("flink-heap", "compaction_filter(1000)")] == COMPACTION_ON_HEAP_REASON
+    assert reasons[("flink-rocksdb", "incremental(5, false)")] == INCREMENTAL_ON_ROCKSDB_REASON
+
+
+@pytest.mark.parametrize("strategy", ["none", "full_snapshot"])
+def test_flink_holds_the_same_live_and_expired_entries_as_statebench(mixed: Any,
+                                                                       strategy: str) -> None:
+    """Same TTL semantics, sample by sample, per task: read-time cleanup of every state type
+    (value, list, map get/iterate/remove, reducing, aggregating) removes the same entries."""
+    for ours, flink in PAIRS:
+        for metric in ("live_entries", "expired_present_entries"):
+            a = _per_task(mixed.rows, f"mixed/{ours}/{strategy}", metric)
+            b = _per_task(mixed.rows, f"mixed/{flink}/{strategy}", metric)
+            assert len(a) >= 20 and a == b, (ours, metric)
+    assert any(v > 0 for v in _per_task(mixed.rows, "mixed/flink-heap/none",
+                                        "expired_present_entries").values())
+    # RocksDB stores no containers: its units, and so its logical bytes, are statebench's
+    assert (_per_task(mixed.rows, f"mixed/rocksdb/{strategy}", "logical_bytes")
+            == _per_task(mixed.rows, f"mixed/flink-rocksdb/{strategy}", "logical_bytes"))
+    # Flink's heap keeps a key's empty map after map iteration removed its expired entries
+    # (TtlMapState's iterator removes entries, never the map): whole keys (8 bytes) more
+    ours = _per_task(mixed.rows, f"mixed/heap/{strategy}", "logical_bytes")
+    theirs = _per_task(mixed.rows, f"mixed/flink-heap/{strategy}", "logical_bytes")
+    extra = [theirs[k] - ours[k] for k in ours]
+    assert all(e >= 0 and e % 8 == 0 for e in extra) and any(extra)
+
+
+@pytest.fixture(scope="module")
+def churn(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """sessions-churn, 3000 events: incremental checkpoints (RocksDB) and their restore."""
+    root = tmp_path_factory.mktemp("churn")
+    cfg = RunConfig(small_spec("sessions-churn", events=3_000), backends=ALL,
+                    strategies=("none",), checkpoint_root=str(root / "ckpt"), run_id="lane")
+    return run_in_process(cfg)
+
+
+def test_incremental_checkpoints_upload_less_and_restore(churn: Any) -> None:
+    for ours, flink in PAIRS:
+        for metric in ("live_entries", "expired_present_entries"):
+            assert (_per_task(churn.rows, f"sessions-churn/{ours}/none", metric)
+                    == _per_task(churn.rows, f"sessions-churn/{flink}/none", metric))
+    scenario = "sessions-churn/flink-rocksdb/none"
+    full = _per_task(churn.rows, scenario, "checkpoint_bytes")
+    uploaded = _per_task(churn.rows, scenario, "checkpoint_uploaded_bytes")
+    assert uploaded[(-1, 2)] < full[(-1, 2)]  # checkpoint 2 reuses checkpoint 1's SST files
+    # restored from checkpoint 2, whose shared files are checkpoint 1's uploads
+    assert _per_task(churn.rows, scenario, "restore_ms")[(-1, 2)] > 0
+
+
+def test_processing_time_is_paced_like_statebench(tmp_path: Path) -> None:
+    """ProcessingTime: records released at their time on one scaled wall clock, the schedule
+    lag reported, the same rows as statebench's operator."""
+    spec = mixed_spec(time_characteristic="ProcessingTime")
+    out = run_in_process(RunConfig(spec, backends=("heap", "flink-heap", "flink-rocksdb"),
+                                   strategies=("none",), time_speedup=2_000.0, run_id="pt"))
+    metrics = _metrics(out.rows)
+    assert {"schedule_lag_p99_ms", "late_records_share"} <= metrics["mixed/flink-heap/none"]
+    assert metrics["mixed/flink-heap/none"] == metrics["mixed/heap/none"] - NOT_FROM_FLINK
+    for backend in ("flink-heap", "flink-rocksdb"):
+        rows = _per_task(out.rows, f"mixed/{backend}/none", "expired_returned")
+        assert set(rows.values()) == {0.0}
+        assert _per_task(out.rows, f"mixed/{backend}/none", "records")[(-1, 0)] == 12_000
+
+
+def test_on_read_and_write_refreshes_like_statebench(tmp_path: Path) -> None:
+    spec = mixed_spec(update_type="OnReadAndWrite")
+    out = run_in_process(RunConfig(spec, backends=("heap", "flink-heap"), strategies=("none",),
+                                   checkpoint_root=str(tmp_path / "ckpt"), run_id="rw"))
+    for metric in ("live_entries", "expired_present_entries"):
+        assert (_per_task(out.rows, "mixed/heap/none", metric)
+                == _per_task(out.rows, "mixed/flink-heap/none", metric))
+    assert _per_task(out.rows, "mixed/flink-heap/none", "expired_returned")[(-1, 0)] == 0
+
+
+def test_the_expired_read_check_sees_flink_return_expired_values(tmp_path: Path) -> None:
+    """ReturnExpiredIfNotCleanedUp: Flink hands back expired values, and the lane counts them
+    (the check that must stay 0 under NeverReturnExpired can fail)."""
+    spec = mixed_spec(visibility="ReturnExpiredIfNotCleanedUp")
+    out = run_in_process(RunConfig(spec, backends=("flink-heap",), strategies=("none",),
+                                   run_id="rx"))
+    assert _per_task(out.rows, "mixed/flink-heap/none", "expired_returned")[(-1, 0)] > 0
+
+
+def test_unknown_backend_names_the_flink_lanes() -> None:
+    with pytest.raises(PlanError, match="flink-heap, flink-rocksdb"):
+        RunConfig(small_spec(events=1_000), backends=("flink",))
+
+
+def test_a_missing_jdk_fails_the_run_up_front(monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(PlanError, match="JDK 17"):
+        RunConfig(small_spec(events=1_000), backends=("heap", "flink-rocksdb"))
+
+
+@pytest.mark.spark
+def test_the_lanes_run_inside_spark_executors(tmp_path: Path) -> None:
+    from workloads.run.engines.spark import run_spark
+
+    def config(name: str) -> RunConfig:
+        # one task: one executor Python worker and its JVM per scenario keeps the test short
+        return RunConfig(small_spec("ycsb-a", events=3_000), parallelism=1,
+                         backends=("flink-heap", "flink-rocksdb"), strategies=("none",),
+                         checkpoint_root=str(tmp_path / name), run_id="lane")
+
+    for spark in spark_session("local[2,2]"):
+        out = run_spark(config("spark"), spark)
+    here = run_in_process(config("here"))
+    for backend in ("flink-heap", "flink-rocksdb"):
+        scenario = f"ycsb-a/{backend}/none"
+        assert _per_task(out.rows, scenario, "restore_ms")[(0, 2)] > 0
+        for metric in ("records", "live_entries", "expired_present_entries", "logical_bytes",
+                       "expired_present_bytes", "checkpoint_bytes", "expired_returned"):
+            got = _per_task(out.rows, scenario, metric)
+            assert got and got == _per_task(here.rows, scenario, metric), (scenario, metric)
