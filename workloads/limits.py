@@ -120,3 +120,12 @@ SAMPLE_INTERVAL_MS = Limit(1, MAX_TIME_MS, "logical ms", "logical time must fit 
 BATCH_SIZE = Limit(1, MAX_BATCH_SIZE, "rows")
 WARMUP = Limit(0.0, 1.0, "", integer=False, hi_open=True)
 TIME_SPEEDUP = Limit(MIN_TIME_SPEEDUP, MAX_TIME_SPEEDUP, "x wall-clock", integer=False)
+
+# The spec's [rocksdb] table: the same bounds as backends.rocksdb_options (a real buffer, small
+# enough for a run that wants flushes every few hundred writes, never more than a machine holds).
+_KIB, _GIB = 1 << 10, 1 << 30
+ROCKSDB_BYTES = Limit(64 * _KIB, 4 * _GIB, "bytes", "64 KiB..4 GiB")
+ROCKSDB_WRITE_BUFFERS = Limit(1, 64, "buffers")
+ROCKSDB_L0_TRIGGER = Limit(1, 1024, "files")
+ROCKSDB_CACHE_BYTES = Limit(0, 64 * _GIB, "bytes", "at most 64 GiB")
+ROCKSDB_PERIOD_MS = Limit(1, 10 * 365 * 86_400_000, "ms", "at most ten years")

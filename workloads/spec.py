@@ -49,12 +49,22 @@ Format (all sections; defaults in brackets)::
     update_type = "OnCreateAndWrite"   # | OnReadAndWrite
     visibility = "NeverReturnExpired"  # | ReturnExpiredIfNotCleanedUp
     time_characteristic = "EventTime"  # | ProcessingTime                       [ProcessingTime]
+    time_speedup = 20.0                # ProcessingTime: clock ms per real ms  [the run's, 1]
     strategies = ["none", "incremental(10, true)", "timer"]      # ["none"]
     map_keys = 10                      # user keys per map state (map_key in 0..map_keys-1)
 
     [checkpoints]
     interval_ms = 0                    # logical-time checkpoint interval, 0 = none      [0]
     mode = "full"                      # full | incremental                             [full]
+
+    [rocksdb]                          # optional; every RocksDB strategy alike   [RocksDB's]
+    write_buffer_size = 262_144        # bytes per memtable                           [64 MiB]
+    max_write_buffer_number = 2        # memtables per column family                       [2]
+    target_file_size_base = 262_144    # bytes per SST file of level 1                [64 MiB]
+    level0_file_num_compaction_trigger = 4  # L0 files that start a compaction             [4]
+    block_cache_size = 8_388_608       # bytes, one cache per backend        [RocksDB default]
+    compression = "none"               # none | snappy | lz4 | lz4hc | zstd | zlib | bz2
+    periodic_compaction_ms = 2_000     # clock ms between full compactions              [none]
 
     [source]                           # optional
     kind = "generator"                 # | trace (then [keys], [operations], [time] must be absent)
@@ -270,6 +280,7 @@ class StateSpec:
     time_characteristic: str = "ProcessingTime"
     strategies: tuple[str, ...] = ("none",)
     map_keys: int = 10
+    time_speedup: float | None = None  # ProcessingTime's paced clock; None: the run's option
 
 
 @dataclass(frozen=True)
@@ -278,6 +289,28 @@ class CheckpointSpec:
 
     interval_ms: int = 0
     mode: str = "full"
+
+
+ROCKSDB_COMPRESSIONS = ("none", "snappy", "lz4", "lz4hc", "zstd", "zlib", "bz2")
+
+
+@dataclass(frozen=True)
+class RocksDBSpec:
+    """RocksDB options every RocksDB strategy of the workload runs with (None: RocksDB's
+    default); see ``backends.rocksdb_options.RocksDBOptions``."""
+
+    write_buffer_size: int | None = None
+    max_write_buffer_number: int | None = None
+    target_file_size_base: int | None = None
+    level0_file_num_compaction_trigger: int | None = None
+    block_cache_size: int | None = None
+    compression: str | None = None
+    periodic_compaction_ms: int | None = None
+
+    def options(self) -> dict[str, Any]:
+        """The options that are set, as ``create_backend(rocksdb_options=...)`` takes them."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) is not None}
 
 
 @dataclass(frozen=True)
@@ -307,6 +340,7 @@ class WorkloadSpec:
     checkpoints: CheckpointSpec
     source: SourceSpec
     origin: str | None = field(default=None, compare=False)
+    rocksdb: RocksDBSpec = field(default_factory=RocksDBSpec)
 
     @property
     def proportions(self) -> dict[Op, float]:
@@ -329,6 +363,8 @@ class WorkloadSpec:
             out["time"] = _plain(self.time)
         out["state"] = _plain(self.state)
         out["checkpoints"] = _plain(self.checkpoints)
+        if self.rocksdb.options():
+            out["rocksdb"] = self.rocksdb.options()
         out["source"] = _plain(self.source)
         return out
 
@@ -477,6 +513,7 @@ def parse_spec(
         checkpoints=_parse_checkpoints(root.get_table("checkpoints", required=False)),
         source=source_spec,
         origin=source,
+        rocksdb=_parse_rocksdb(root.get_table("rocksdb", required=False)),
     )
     root.finish()
     return spec
@@ -935,6 +972,7 @@ def _parse_state(t: _Table | None) -> StateSpec:
         ),
         strategies=_parse_strategies(t),
         map_keys=t.get_int("map_keys", default=10, limit=limits.MAP_KEYS),
+        time_speedup=t.get_float("time_speedup", default=None, limit=limits.TIME_SPEEDUP),
     )
     if ttl is None and state.strategies != ("none",):
         raise t.error("strategies", "cleanup strategies need state.ttl_ms (TTL is disabled)")
@@ -968,6 +1006,28 @@ def _parse_checkpoints(t: _Table | None) -> CheckpointSpec:
     spec = CheckpointSpec(
         interval_ms=t.get_int("interval_ms", default=0, limit=limits.TIME_MS),
         mode=t.get_str("mode", default="full", choices=CHECKPOINT_MODES),
+    )
+    t.finish()
+    return spec
+
+
+def _parse_rocksdb(t: _Table | None) -> RocksDBSpec:
+    if t is None:
+        return RocksDBSpec()
+    spec = RocksDBSpec(
+        write_buffer_size=t.get_int("write_buffer_size", default=None,
+                                    limit=limits.ROCKSDB_BYTES),
+        max_write_buffer_number=t.get_int("max_write_buffer_number", default=None,
+                                          limit=limits.ROCKSDB_WRITE_BUFFERS),
+        target_file_size_base=t.get_int("target_file_size_base", default=None,
+                                        limit=limits.ROCKSDB_BYTES),
+        level0_file_num_compaction_trigger=t.get_int(
+            "level0_file_num_compaction_trigger", default=None, limit=limits.ROCKSDB_L0_TRIGGER),
+        block_cache_size=t.get_int("block_cache_size", default=None,
+                                   limit=limits.ROCKSDB_CACHE_BYTES),
+        compression=t.get_str("compression", default=None, choices=ROCKSDB_COMPRESSIONS),
+        periodic_compaction_ms=t.get_int("periodic_compaction_ms", default=None,
+                                         limit=limits.ROCKSDB_PERIOD_MS),
     )
     t.finish()
     return spec

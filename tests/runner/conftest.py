@@ -52,7 +52,8 @@ def values(rows: pa.Table, metric: str, scenario: str | None = None, task: int =
 
 def small_spec(name: str = "ycsb-a", events: int = 30_000, **overrides: Any) -> WorkloadSpec:
     """A shipped spec scaled down to ``events`` over 3 logical seconds: with the shipped 1 s TTL
-    and 1 s checkpoint interval, keys expire and two checkpoints happen inside the run."""
+    and a 1 s checkpoint interval, keys expire and two checkpoints happen inside the run."""
+    overrides.setdefault("checkpoint_interval_ms", 1_000)
     return load_spec(name).with_overrides(events=events, rate=events // 3, **overrides)
 
 

@@ -26,9 +26,13 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_compare_covers_the_default_matrix(compared: Path, capsys) -> None:
     meta = json.loads((compared / "run.json").read_text())
-    assert [s["name"] for s in meta["spec"]] == ["sessions-churn", "ycsb-a"]
+    assert [s["name"] for s in meta["spec"]] == ["sessions-churn", "ycsb-a", "sessions-paced"]
     assert meta["config"]["kind"] == "comparison"
-    assert set(meta["config"]["workloads"]) == {"sessions-churn", "ycsb-a"}
+    workloads = meta["config"]["workloads"]
+    assert set(workloads) == {"sessions-churn", "ycsb-a", "sessions-paced"}
+    assert workloads["sessions-paced"]["clock"] == "paced"
+    assert workloads["sessions-paced"]["rocksdb"]["state_layout"] == "ttl_db"
+    assert workloads["ycsb-a"]["clock"] == "event"
     rows = pq.read_table(compared / "rows.parquet").to_pylist()
     ran = {(r["workload"], r["backend"], r["strategy"]) for r in rows
            if r["metric"] == "records_per_s" and r["task"] == -1}
@@ -39,6 +43,9 @@ def test_compare_covers_the_default_matrix(compared: Path, capsys) -> None:
                              "compaction_filter(1000)", "timer"):
                 key = (workload, backend, strategy)
                 assert (key in ran) != (key in skipped), key  # each ran, or is reported n/a
+    for backend, strategy in (("heap", "none"), ("rocksdb", "none"),
+                              ("rocksdb", "compaction_filter(1000)")):
+        assert ("sessions-paced", backend, strategy) in ran
     assert ("ycsb-a", "rocksdb", "incremental(5, false)") in skipped
     assert ("ycsb-a", "heap", "incremental(5, false)") in ran
     reps = {r["step"] for r in rows if r["metric"] == "records_per_s" and r["task"] == -1}

@@ -29,6 +29,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="backends, comma-separated (default: heap,rocksdb)")
     p.add_argument("--strategy", action="append", metavar="LIST",
                    help="strategies, comma-separated (default: each spec's own list)")
+    p.add_argument("--sweep", default=None, metavar="STRATEGY(KNOB=V1,V2,...)",
+                   help="run one strategy at several values of one knob, beside the baseline "
+                        "none, e.g. \"incremental(size=1,5,20,100)\"; knobs: incremental "
+                        "size|per_record, compaction_filter query_time_after_num_entries|"
+                        "periodic_compaction_ms, timer granularity_ms")
     p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     p.add_argument("--in-process", action="store_true", help="run without Spark")
     p.add_argument("--events", type=bounded(limits.EVENTS),
@@ -76,9 +81,17 @@ def compare_command(args: argparse.Namespace) -> int:
     backends = tuple(non_empty("--backend", _joined(args.backend), args.backend)
                      or ("heap", "rocksdb"))
     strategies = non_empty("--strategy", _joined(args.strategy), args.strategy)
+    sweep = None
+    if args.sweep is not None:
+        from workloads.run.sweep import SweepError, parse_sweep
+
+        try:
+            sweep = parse_sweep(args.sweep)
+        except SweepError as exc:
+            raise CliError(f"--sweep: {exc}") from None
     configs = comparison_configs(
         specs, backends=backends, strategies=tuple(strategies) if strategies else None,
-        repetitions=args.repetitions, parallelism=args.parallelism)
+        repetitions=args.repetitions, parallelism=args.parallelism, sweep=sweep)
     writable_dir("--results-dir", args.results_dir)
     try:
         run_dir_free(args.results_dir, configs[0].run_id)

@@ -91,12 +91,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--warmup", type=bounded(limits.WARMUP), default=0.1,
                    help="fraction of each task's records excluded from throughput, in [0, 1) "
                         "(default 0.1)")
-    p.add_argument("--time-speedup", type=bounded(limits.TIME_SPEEDUP), default=1.0,
-                   help="ScaledClock speedup of wall-clock (compaction_filter) scenarios, "
-                        f"{limits.MIN_TIME_SPEEDUP:g}..{limits.MAX_TIME_SPEEDUP:g} (default 1)")
+    p.add_argument("--time-speedup", type=bounded(limits.TIME_SPEEDUP), default=None,
+                   help="clock ms per real ms of the paced clock of ProcessingTime scenarios, "
+                        f"{limits.MIN_TIME_SPEEDUP:g}..{limits.MAX_TIME_SPEEDUP:g} "
+                        "(default: the spec's state.time_speedup, else 1)")
     p.add_argument("--batch-size", type=bounded(limits.BATCH_SIZE), default=65536,
                    help="Arrow batch rows")
     p.add_argument("--no-latency", action="store_true", help="do not time each record")
+    p.add_argument("--sweep", default=None, metavar="STRATEGY(KNOB=V1,V2,...)",
+                   help="run one strategy at several values of one knob, beside the baseline "
+                        "none (as `statebench compare --sweep`)")
     p.add_argument("--no-report", action="store_true", help="do not render report.html")
     p.add_argument("--fail-task-once", type=int, default=None, help=argparse.SUPPRESS)
     p.set_defaults(handler=run_command)
@@ -120,10 +124,21 @@ def build_config(args: argparse.Namespace, checkpoint_root: str | None) -> RunCo
     backends = tuple(non_empty("--backend", _joined(args.backend), args.backend)
                      or ("heap", "rocksdb"))
     strategies = non_empty("--strategy", _joined(args.strategy), args.strategy)
+    sweep = None
+    if getattr(args, "sweep", None) is not None:
+        from workloads.run.sweep import SweepError, parse_sweep
+
+        try:
+            sweep = parse_sweep(args.sweep)
+        except SweepError as exc:
+            raise CliError(f"--sweep: {exc}") from None
+        base = tuple(strategies or ("none",))
+        strategies = [*base, *(label for label in sweep.labels if label not in base)]
     return RunConfig(
         spec=spec,
         backends=backends,
         strategies=tuple(strategies) if strategies else None,
+        sweep=sweep,
         parallelism=args.parallelism,
         source_partitions=args.source_partitions,
         repetitions=args.repetitions,

@@ -21,7 +21,7 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from workloads.report.fmt import DASH, fmt_value
-from workloads.report.load import Run, ScenarioKey
+from workloads.report.load import Run, ScenarioKey, backend_label
 from workloads.report.metrics import STORED_ENTRIES, rocksdb_metric, spec_for
 from workloads.report.runinfo import is_paced, paced_note, sweep
 from workloads.report.stats import compaction_marks, pareto_points, stat
@@ -180,7 +180,7 @@ def state_chart(run: Run, workload: str) -> Chart | None:
     if not rows or not backends:
         return None
     divisor, xlabel = _time_axis(run)
-    titles = [f"{b} · {spec_for(m).label}" for m in rows for b in backends]
+    titles = [f"{backend_label(b)} · {spec_for(m).label}" for m in rows for b in backends]
     fig = make_subplots(
         rows=len(rows),
         cols=len(backends),
@@ -322,7 +322,7 @@ def perf_chart(run: Run, workload: str) -> Chart | None:
                 continue
             fig.add_trace(
                 go.Bar(
-                    x=backends,
+                    x=[backend_label(b) for b in backends],
                     y=ys,
                     name=strategy,
                     legendgroup=strategy,
@@ -365,7 +365,8 @@ def checkpoint_chart(run: Run, workload: str) -> Chart | None:
     if not measured:
         return None
     fig = make_subplots(
-        rows=1, cols=len(backends), subplot_titles=backends, horizontal_spacing=0.08
+        rows=1, cols=len(backends), subplot_titles=[backend_label(b) for b in backends],
+        horizontal_spacing=0.08,
     )
     colour, shown = colours(run), set()
     strategies: list[str] = []
@@ -442,7 +443,7 @@ def pareto_chart(run: Run, workload: str) -> Chart | None:
                 y=[p.throughput.center for p in mine],
                 mode="markers+text",
                 name=strategy,
-                text=[p.key.backend for p in mine],
+                text=[backend_label(p.key.backend) for p in mine],
                 textposition="top center",
                 textfont={"size": 10, "color": "#555"},
                 marker={
@@ -522,7 +523,7 @@ def rocksdb_chart(run: Run, workload: str) -> Chart | None:
             cells[(i, backend)] = (i // 2 + 1, i % 2 + 1) if single else (i + 1, j + 1)
     titles = [""] * (n_rows * n_cols)
     for (i, backend), (r, c) in cells.items():
-        titles[(r - 1) * n_cols + (c - 1)] = f"{backend} · {panels[i][0]}"
+        titles[(r - 1) * n_cols + (c - 1)] = f"{backend_label(backend)} · {panels[i][0]}"
     fig = make_subplots(rows=n_rows, cols=n_cols, subplot_titles=titles, shared_xaxes=True,
                         vertical_spacing=0.09, horizontal_spacing=0.09)
     divisor, xlabel = _time_axis(run)
@@ -585,7 +586,8 @@ def checkpoint_time_chart(run: Run, workload: str) -> Chart | None:
     backends = [b for b in _backends(run, workload)
                 if any(k.backend == b and run.get(k, m) is not None
                        for k in keys for m, _, _ in measured)]
-    fig = make_subplots(rows=1, cols=len(backends), subplot_titles=backends,
+    fig = make_subplots(rows=1, cols=len(backends),
+                        subplot_titles=[backend_label(b) for b in backends],
                         horizontal_spacing=0.06)
     colour, shown = colours(run), set()
     strategies: list[str] = []
@@ -677,7 +679,7 @@ def sweep_chart(run: Run, workload: str) -> Chart | None:
                     x=[p[0] for p in points],
                     y=[p[1].center for p in points],
                     mode="lines+markers",
-                    name=backend,
+                    name=backend_label(backend),
                     legendgroup=backend,
                     showlegend=c == 1,
                     line={"color": SWEEP_COLOUR, "dash": dash, "width": 2},

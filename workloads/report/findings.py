@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from workloads.report.fmt import DASH, compare_phrase, connector, fmt_value, si
-from workloads.report.load import Run, ScenarioKey
+from workloads.report.load import Run, ScenarioKey, backend_label
 from workloads.report.metrics import STORED_ENTRIES
 from workloads.report.runinfo import TTL_DB, is_paced, paced_note, rocksdb_options, sweep
 from workloads.report.stats import Stat, compaction_marks, pareto_points, stat
@@ -368,7 +368,8 @@ def _sweep(run: Run, workload: str) -> list[Sentence]:
         if len(found) < 2:
             continue
         (lo_v, lo), (hi_v, hi) = found[0], found[-1]
-        s = Sentence().t(f"On {backend}, raising ").b(f"{swept.strategy} {swept.knob}")
+        s = Sentence().t(f"On {backend_label(backend)}, raising ")
+        s.b(f"{swept.strategy} {swept.knob}")
         s.t(f" from {lo_v:g} to {hi_v:g} gives ")
         parts = []
         for metric, noun, unit in ((STORED_ENTRIES, "peak stored entries", "entries"),
@@ -405,7 +406,7 @@ def findings(run: Run) -> dict[str, list[Sentence]]:
                 continue
             for part in (_throughput, _state, _checkpoints, _compaction_filter, _schedule,
                          _correctness):
-                out.extend(part(run, backend, keys))
+                out.extend(part(run, backend_label(backend), keys))
         out.extend(_like_for_like(run, workload))
         out.extend(_sweep(run, workload))
         out.extend(_pareto(run, workload))

@@ -32,7 +32,32 @@ from workloads.results.summaries import (
 
 #: Preferred display orders; anything else found in a run is appended alphabetically.
 STRATEGY_ORDER = ("none", "full_snapshot", "incremental", "compaction_filter", "timer")
-BACKEND_ORDER = ("heap", "rocksdb")
+BACKEND_ORDER = ("heap", "flink-heap", "rocksdb", "flink-rocksdb")
+#: Backends named so are Flink's own state backends, run as reference lanes beside statebench's.
+REFERENCE_PREFIX = "flink-"
+REFERENCE_LABEL = "Flink (reference)"
+
+
+def is_reference(backend: str) -> bool:
+    """True for a Flink reference lane (``flink-heap``, ``flink-rocksdb``)."""
+    return backend.startswith(REFERENCE_PREFIX)
+
+
+def backend_label(backend: str) -> str:
+    """How tables, charts and findings name a backend: a Flink lane says it is the reference,
+    so nobody reads Flink's numbers as statebench's."""
+    return f"{backend} · {REFERENCE_LABEL}" if is_reference(backend) else backend
+
+
+def with_references(backends: list[str]) -> list[str]:
+    """Each Flink lane right after the statebench backend it mirrors (heap, flink-heap,
+    rocksdb, flink-rocksdb) whatever order the run's config listed them in."""
+    lanes = [b for b in backends if is_reference(b)]
+    out = [b for b in backends if not is_reference(b)]
+    for lane in lanes:
+        mirror = lane[len(REFERENCE_PREFIX):]
+        out.insert(out.index(mirror) + 1 if mirror in out else len(out), lane)
+    return out
 
 _REQUIRED = ("workload", "backend", "strategy", "metric", "value")
 _OPTIONAL_DEFAULTS: dict[str, Any] = {"task": -1, "step": 0, "logical_time_ms": -1, "unit": ""}
@@ -257,9 +282,9 @@ def load_run(run_dir: str | Path) -> Run:
     keys = set(run.samples) | set(run.not_applicable)
     config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
     run.workloads = sorted({k.workload for k in keys})
-    run.backends = ordered(
+    run.backends = with_references(ordered(
         {k.backend for k in keys}, _names(config.get("backends")) + BACKEND_ORDER
-    )
+    ))
     run.strategies = ordered(
         {k.strategy for k in keys}, _names(config.get("strategies")) + STRATEGY_ORDER
     )

@@ -11,7 +11,7 @@ from html import escape
 from typing import Any
 
 from workloads.report.fmt import DASH, MISSING, fmt_range, fmt_value, iec_bytes
-from workloads.report.load import Run, ScenarioKey
+from workloads.report.load import Run, ScenarioKey, backend_label
 from workloads.report.metrics import (
     CATALOGUE,
     GROUPS,
@@ -89,7 +89,8 @@ def _header(run: Run, metrics: list[str]) -> str:
 
 def _row(run: Run, key: ScenarioKey, metrics: list[str]) -> str:
     ids = f'data-backend="{escape(key.backend)}" data-strategy="{escape(key.strategy)}"'
-    head = f'<td>{escape(key.backend)}</td><th scope="row">{escape(key.strategy)}</th>'
+    head = (f'<td>{escape(backend_label(key.backend))}</td>'
+            f'<th scope="row">{escape(key.strategy)}</th>')
     if key in run.not_applicable:
         text = escape(na_text(run.not_applicable[key]))
         return (
@@ -135,7 +136,8 @@ def cleanup_lag_table(run: Run, workload: str, title: str) -> str:
     rows = []
     for key in keys:
         ids = f'data-backend="{escape(key.backend)}" data-strategy="{escape(key.strategy)}"'
-        head_cells = f'<td>{escape(key.backend)}</td><th scope="row">{escape(key.strategy)}</th>'
+        head_cells = (f'<td>{escape(backend_label(key.backend))}</td>'
+                      f'<th scope="row">{escape(key.strategy)}</th>')
         if key in run.not_applicable:
             text = escape(na_text(run.not_applicable[key]))
             rows.append(f'<tr class="na" {ids}>{head_cells}<td class="na" '

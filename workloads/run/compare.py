@@ -24,8 +24,10 @@ from workloads.run.plan import RunConfig, RunOutcome, new_run_id, plan_scenarios
 from workloads.run.runner import JobCallback, run
 from workloads.spec import WorkloadSpec, load_spec
 
-#: The default matrix: a session-churn workload (keys expire for good) and a YCSB one (hot keys).
-DEFAULT_SPECS = ("sessions-churn", "ycsb-a")
+#: The default matrix: a session-churn workload (keys expire for good), a YCSB one (hot keys),
+#: both on event time, and sessions on a paced processing-time clock, where RocksDB's own TTL
+#: compaction filter (wall clock) runs next to its baseline in the same ``ttl_db`` layout.
+DEFAULT_SPECS = ("sessions-churn", "ycsb-a", "sessions-paced")
 DEFAULT_REPETITIONS = 3
 
 
@@ -44,8 +46,16 @@ def load_specs(names: Sequence[str], events: int | None = None) -> list[Workload
 
 
 def comparison_configs(specs: Sequence[WorkloadSpec], **options: Any) -> list[RunConfig]:
-    """One RunConfig per workload, sharing a run id (and every other option)."""
+    """One RunConfig per workload, sharing a run id (and every other option).
+
+    With ``sweep`` (a ``workloads.run.sweep.Sweep``) the strategies are the given ones (default
+    ``none``, the baseline) followed by one scenario per knob value, labelled as the sweep
+    labels them."""
     run_id = options.pop("run_id", None) or new_run_id()
+    sweep = options.get("sweep")
+    if sweep is not None:
+        base = tuple(options.get("strategies") or ("none",))
+        options["strategies"] = base + tuple(s for s in sweep.labels if s not in base)
     return [RunConfig(spec=spec, run_id=run_id, **options) for spec in specs]
 
 
@@ -90,6 +100,9 @@ def comparison_metadata(outcomes: Sequence[RunOutcome]) -> dict[str, Any]:
         {**n.as_dict(), "workload": o.config.spec.name} for o in outcomes for n in o.not_applicable
     ]
     meta["duration_s"] = round(sum(o.duration_s for o in outcomes), 3)
+    sweep = outcomes[0].config.sweep
+    if sweep is not None:
+        meta["sweep"] = sweep.as_dict()
     return meta
 
 

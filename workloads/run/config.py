@@ -23,6 +23,13 @@ def wall_clock_driven(time_characteristic: str, strategy: str) -> bool:
     return time_characteristic == "ProcessingTime" and strategy.startswith("compaction_filter")
 
 
+def paced(time_characteristic: str) -> bool:
+    """Whether every strategy of a scenario runs on the paced clock: ProcessingTime scenarios
+    share one wall-driven ``ScaledClock`` and release each record at its timestamp on it, so the
+    TTL clock, RocksDB's native TTL (which reads the wall clock) and the records' time agree."""
+    return time_characteristic == "ProcessingTime"
+
+
 def default_sample_interval(start_ms: int, end_ms: int, samples: int = DEFAULT_SAMPLES) -> int:
     """``samples`` state samples over the run's logical time frame (at least 1 ms apart)."""
     return max(1, math.ceil((end_ms - start_ms) / samples))
@@ -56,6 +63,8 @@ class OperatorConfig:
     emit_series: bool = True
     measure_latency: bool = True
     time_speedup: float = 1.0
+    rocksdb_options: tuple[tuple[str, object], ...] = ()  # RocksDB only; see plan.rocksdb_options
+    cleanup: str = ""  # the strategy text to configure when ``strategy`` is a sweep label
     local_dir: str | None = None
     restore_at_end: bool = True
 

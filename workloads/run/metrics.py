@@ -17,14 +17,31 @@ Rows a run writes (per task, and task=-1 job totals added by :func:`finalize_row
   read, incremental, timer, compaction_filter, full_snapshot (entries), ``cleanup_lag_mean_ms``
   and ``cleanup_lag_max_ms`` (ms; the backends' counters keep mean and max only, so no
   p50/p99). The runners add ``job_records_per_s`` (task=-1 only: all events over the wall time
-  of the whole operator job, sampling, checkpoints and Spark included).
+  of the whole operator job, sampling, checkpoints and Spark included). Paced (ProcessingTime)
+  scenarios add ``schedule_lag_p50_ms``, ``schedule_lag_p99_ms``, ``schedule_lag_max_ms`` (clock
+  ms a record was released after its timestamp) and ``late_records_share`` (share, 0..1; see
+  ``workloads.run.pacing``); their job totals are the tasks' maxima.
 * series, ``step`` = sample index, ``logical_time_ms`` = sample time (repetition 0 only):
   ``live_entries``, ``expired_present_entries`` (entries), ``logical_bytes``,
+  ``expired_present_bytes`` (the logical bytes of the expired-but-present units),
   ``physical_bytes`` (bytes; the backend's ``physical_bytes()``: SST files + memtables for
-  RocksDB, a deterministic footprint of the Python objects its states hold for heap).
+  RocksDB, a deterministic footprint of the Python objects its states hold for heap). RocksDB
+  adds its own counters (``backend.rocksdb_stats()``, summed over every DB of the task):
+  ``rocksdb_flushes``, ``rocksdb_compactions`` (count, cumulative since the backend opened),
+  ``rocksdb_compaction_read_bytes``, ``rocksdb_compaction_write_bytes`` (bytes, cumulative),
+  ``rocksdb_write_amp`` (x: flush + compaction bytes written / bytes flushed, cumulative; no
+  row before the first flush, and the job total is the tasks' maximum), ``rocksdb_sst_files``
+  (count), ``rocksdb_sst_bytes``, ``rocksdb_memtable_bytes`` (bytes).
 * per checkpoint, ``step`` = checkpoint id, ``logical_time_ms`` = barrier time (repetition 0):
   ``checkpoint_bytes``, ``checkpoint_uploaded_bytes`` (bytes), ``checkpoint_sync_ms``,
-  ``checkpoint_total_ms`` (ms), and ``restore_ms`` (ms) for the last checkpoint.
+  ``checkpoint_async_ms``, ``checkpoint_upload_ms``, ``checkpoint_total_ms`` (ms), and
+  ``restore_ms`` (ms) for the last checkpoint. The snapshot stats time two phases: *sync* (the
+  part the task waits for: the consistent view, i.e. taking every state's rows, or RocksDB's
+  flush + hard-linked checkpoint) and the rest of the call, *async* = total - sync. The async
+  phase of both snapshot writers does nothing but write the snapshot's files to the checkpoint
+  location and commit its metadata there, so *upload* is that same time: on a local-disk
+  target there is no separate transfer to time apart from writing. They stay two rows so a
+  remote target that adds a transfer can fill ``checkpoint_upload_ms`` on its own.
 * ``not_applicable`` (value 1, unit "flag", task -1) for a strategy reported, not run.
 
 Latency timing (why it is cheap enough): the operator takes one ``perf_counter_ns()`` per record
@@ -88,6 +105,19 @@ CHECKPOINT_METRICS = (
     "checkpoint_uploaded_bytes",
     "checkpoint_sync_ms",
     "checkpoint_total_ms",
+)
+#: Per checkpoint, besides CHECKPOINT_METRICS: the async and upload phases (see above).
+CHECKPOINT_PHASE_METRICS = ("checkpoint_async_ms", "checkpoint_upload_ms")
+#: RocksDB series: (row metric, ``rocksdb_stats()`` key, unit).
+ROCKSDB_SERIES = (
+    ("rocksdb_flushes", "flushes", "count"),
+    ("rocksdb_compactions", "compactions", "count"),
+    ("rocksdb_compaction_read_bytes", "compaction_bytes_read", "bytes"),
+    ("rocksdb_compaction_write_bytes", "compaction_bytes_written", "bytes"),
+    ("rocksdb_write_amp", "write_amplification", "x"),
+    ("rocksdb_sst_files", "sst_files", "count"),
+    ("rocksdb_sst_bytes", "sst_bytes", "bytes"),
+    ("rocksdb_memtable_bytes", "memtable_bytes", "bytes"),
 )
 CLEANUP_MECHANISMS = ("read", "incremental", "timer", "compaction_filter", "full_snapshot")
 PERCENTILES = (("latency_p50_us", 50.0), ("latency_p99_us", 99.0), ("latency_p999_us", 99.9))
@@ -234,6 +264,7 @@ class StateSample:
     live: int = 0
     expired: int = 0
     logical_bytes: int = 0
+    expired_bytes: int = 0
 
 
 def _value_bytes(value: Any) -> int:
@@ -260,7 +291,7 @@ def scan_states(backend: Any, names: Iterable[str], ttl_ms: int | None, now_ms: 
         if shape == "map":
             unit_extra += MAP_KEY_BYTES
         horizon = now_ms - ttl_ms if ttl else 0  # a unit written at ts is live iff ts > horizon
-        live = expired = size = 0
+        live = expired = size = expired_size = 0
         for _kg, _key, container in raw.iter_entries():
             size += KEY_BYTES
             if shape == "value":
@@ -272,17 +303,21 @@ def scan_states(backend: Any, names: Iterable[str], ttl_ms: int | None, now_ms: 
             for unit in units:
                 if ttl:
                     value, ts = unit
+                    unit_size = unit_extra + (0 if value is None else _value_bytes(value))
                     if ts > horizon:
                         live += 1
                     else:
                         expired += 1
+                        expired_size += unit_size
                 else:
                     value = unit
                     live += 1
-                size += unit_extra + (0 if value is None else _value_bytes(value))
+                    unit_size = unit_extra + (0 if value is None else _value_bytes(value))
+                size += unit_size
         out.live += live
         out.expired += expired
         out.logical_bytes += size
+        out.expired_bytes += expired_size
     return out
 
 

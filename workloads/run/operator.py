@@ -11,11 +11,14 @@ alike, so both measure the same code. Which operator runs a task is chosen by ba
 
 Time (the TTL clock):
 * EventTime: the backend's event clock is set to each record's timestamp.
-* ProcessingTime: a simulated processing time, a ``ManualClock`` set from the event timestamps
-  (the input is sorted by time, so it never goes back): deterministic like event time.
-* ProcessingTime with the ``compaction_filter`` strategy: RocksDB's TTL compaction reads the
-  wall clock, so that scenario runs on ``ScaledClock(time_speedup)`` started at the run's first
-  timestamp (one real ms = ``time_speedup`` clock ms). It is the one non-deterministic scenario.
+* ProcessingTime: paced (``workloads.run.pacing``). Every strategy runs on one wall-driven
+  ``PacedClock`` (a ``ScaledClock(time_speedup)``: one real ms = ``time_speedup`` clock ms)
+  whose time is the run's start when the task starts, and each record is released to the
+  operator once the clock reaches its timestamp, so the TTL clock, RocksDB's native TTL (the
+  compaction filter reads the wall clock) and the records' time agree for every strategy.
+  Barriers wait for their time too. Waiting is not busy time; how far behind its schedule a task
+  ran is reported as ``schedule_lag_*_ms`` and ``late_records_share``. Paced runs follow the wall
+  clock, so their state sizes and timings are not bit-identical from run to run.
 
 Logical-time barriers, fired before the first record at or after their time: checkpoints every
 ``checkpoint_interval_ms`` (id ``k`` at ``start + k * interval``, only inside the run so every
@@ -50,21 +53,24 @@ from workloads.ops import Op
 from workloads.payloads import PayloadColumn, state_type
 from workloads.run import checkpoints as ck
 from workloads.run import tempdirs
-from workloads.run.config import STATE_NAMES, OperatorConfig, wall_clock_driven
+from workloads.run.config import STATE_NAMES, OperatorConfig, paced, wall_clock_driven
 from workloads.run.hotloop import StateCalls, build_loop
 from workloads.run.keying import tasks_for_keys
 from workloads.run.metrics import (
     ATTEMPT,
     CHECKPOINT_METRICS,
+    CHECKPOINT_PHASE_METRICS,
     CLEANUP_MECHANISMS,
     LAG_COUNT,
     LATENCY_BUCKET,
     NO_TIME,
+    ROCKSDB_SERIES,
     LatencyBuckets,
     MetricRows,
     Row,
     scan_states,
 )
+from workloads.run.pacing import PacedClock, Pacer
 
 _ZEROS = itertools.repeat(0)  # the map_key column of a workload without map state
 CHECKPOINT, SAMPLE = 0, 1
@@ -150,7 +156,7 @@ def ttl_config(cfg: OperatorConfig) -> backends.StateTtlConfig | None:
         .set_state_visibility(T.StateVisibility[cfg.visibility])
         .set_ttl_time_characteristic(T.TtlTimeCharacteristic[cfg.time_characteristic])
     )
-    return backends.parse_strategy(cfg.strategy).configure(builder).build()
+    return backends.parse_strategy(cfg.cleanup or cfg.strategy).configure(builder).build()
 
 
 def descriptors(cfg: OperatorConfig) -> dict[str, backends.StateDescriptor]:
@@ -196,8 +202,10 @@ def register_states(backend: Any, descs: dict[str, backends.StateDescriptor]) ->
 
 
 def make_clock(cfg: OperatorConfig) -> Any:
-    if wall_clock_driven(cfg.time_characteristic, cfg.strategy):
-        return backends.ScaledClock(cfg.time_speedup, start_ms=cfg.start_ms)
+    """ProcessingTime: the paced wall-driven clock (every strategy alike); EventTime: a manual
+    clock the backend's event clock replaces for TTL."""
+    if paced(cfg.time_characteristic):
+        return PacedClock(cfg.time_speedup, start_ms=cfg.start_ms)
     return backends.ManualClock(cfg.start_ms)
 
 
@@ -254,7 +262,8 @@ class KeyedOperator:
         self._loop_t: Any = None
         self._payloads = PayloadColumn(cfg.value_type)
         self._uses_map = "map" in cfg.state_types
-        wall = wall_clock_driven(cfg.time_characteristic, cfg.strategy)
+        self._pacer = Pacer(self.clock) if isinstance(self.clock, PacedClock) else None
+        wall = self._pacer is not None or wall_clock_driven(cfg.time_characteristic, cfg.strategy)
         if wall:
             set_time = None
         elif cfg.time_characteristic == "EventTime":
@@ -283,6 +292,7 @@ class KeyedOperator:
         }
         if cfg.backend == "rocksdb":
             options["path"] = self._local
+            options["rocksdb_options"] = dict(cfg.rocksdb_options)
         return backends.create_backend(cfg.backend, clock=self.clock, **options)
 
     def _checkpoint_target(self) -> str | None:
@@ -322,11 +332,25 @@ class KeyedOperator:
         while self._next_barrier <= last:
             cut = int(np.searchsorted(ts_np, self._next_barrier, "left"))
             if cut > lo:
-                self._apply(cols, lo, cut)
+                self._release(cols, ts_np, lo, cut)
                 lo = cut
+            if self._pacer is not None:  # a barrier, as a record, happens at its time
+                self._pacer.start()
+                self.clock.wait_until(self._next_barrier)
             self._fire_barrier()
         if lo < n:
-            self._apply(cols, lo, n)
+            self._release(cols, ts_np, lo, n)
+
+    def _release(self, cols: tuple[Any, ...], ts_np: np.ndarray, lo: int, hi: int) -> None:
+        """Apply records ``lo..hi-1``: at once, or paced, each chunk once it is due."""
+        pacer = self._pacer
+        if pacer is None:
+            self._apply(cols, lo, hi)
+            return
+        while lo < hi:
+            end = pacer.release(ts_np, lo, hi)
+            self._apply(cols, lo, end)
+            lo = end
 
     def _apply(self, cols: tuple[Any, ...], lo: int, hi: int) -> None:
         count = hi - lo
@@ -379,15 +403,26 @@ class KeyedOperator:
             for metric, value in zip(CHECKPOINT_METRICS, values):
                 unit = "bytes" if metric.endswith("bytes") else "ms"
                 self.rows.add(self.task, barrier.index, barrier.time_ms, metric, value, unit)
+            async_ms = max(nums.total_ms - nums.sync_ms, 0.0)
+            for metric in CHECKPOINT_PHASE_METRICS:  # upload == async here (metrics docstring)
+                self.rows.add(self.task, barrier.index, barrier.time_ms, metric, async_ms, "ms")
 
     def _sample(self, barrier: Barrier) -> None:
-        wall = wall_clock_driven(self.cfg.time_characteristic, self.cfg.strategy)
+        wall = self._pacer is not None or wall_clock_driven(self.cfg.time_characteristic,
+                                                              self.cfg.strategy)
         now = self.clock.now() if wall else barrier.time_ms
         s = scan_states(self.backend, self._descs, self.cfg.ttl_ms, now)
         add, task, step, t = self.rows.add, self.task, barrier.index, barrier.time_ms
         add(task, step, t, "live_entries", s.live, "entries")
         add(task, step, t, "expired_present_entries", s.expired, "entries")
         add(task, step, t, "logical_bytes", s.logical_bytes, "bytes")
+        add(task, step, t, "expired_present_bytes", s.expired_bytes, "bytes")
+        if self.backend.kind == "rocksdb":
+            stats = self.backend.rocksdb_stats()
+            for metric, key, unit in ROCKSDB_SERIES:
+                value = stats.get(key)
+                if value is not None:  # statistics off, or no flush yet (write amplification)
+                    add(task, step, t, metric, value, unit)
         # physical: what the backend holds (RocksDB: SST files + memtables; heap: the bytes of
         # the Python objects its states hold, each counted once, deterministic)
         add(task, step, t, "physical_bytes", self.backend.physical_bytes(), "bytes")
@@ -411,6 +446,10 @@ class KeyedOperator:
             add(task, index, rep, LATENCY_BUCKET, count, "count")  # internal: time = repetition
         add(task, rep, NO_TIME, "expired_returned", self.expired_returned, "count")
         add(task, rep, NO_TIME, ATTEMPT, self.attempt, "count")
+        if self._pacer is not None:
+            for metric, value in self._pacer.summary().items():
+                unit = "share" if metric.endswith("share") else "ms"
+                add(task, rep, NO_TIME, metric, value, unit)
         if cfg.ttl_ms is not None:
             self._cleanup_rows()
         if cfg.emit_series and cfg.restore_at_end and self._last_checkpoint is not None:
@@ -421,6 +460,8 @@ class KeyedOperator:
                 max_parallelism=cfg.max_parallelism,
                 key_group_range=KeyGroupRange.of_operator(task, cfg.parallelism,
                                                           cfg.max_parallelism),
+                **({"rocksdb_options": dict(cfg.rocksdb_options)} if cfg.backend == "rocksdb"
+                   else {}),
             )
             add(task, barrier.index, barrier.time_ms, "restore_ms", ms, "ms")
         self.close()

@@ -16,11 +16,13 @@ import backends
 from backends import BACKEND_KINDS
 from backends.flink import lanes as flink_lanes
 from backends.keygroups import DEFAULT_MAX_PARALLELISM
+from backends.rocksdb_options import TTL_DB
 from workloads.generator import DEFAULT_BATCH_SIZE, Timeline
 from workloads.run.config import (
     STATE_NAMES,
     OperatorConfig,
     default_sample_interval,
+    paced,
     wall_clock_driven,
 )
 from workloads.spec import WorkloadSpec
@@ -51,7 +53,7 @@ class RunConfig:
     repetitions: int = 1
     sample_interval_ms: int | None = None  # None: the run's duration / 10
     warmup_fraction: float = 0.1
-    time_speedup: float = 1.0
+    time_speedup: float | None = None  # None: the spec's state.time_speedup, else 1
     measure_latency: bool = True
     checkpoint_root: str | None = None  # None: checkpoints off
     local_dir: str | None = None  # task-local RocksDB folders (None: the system temp dir)
@@ -59,6 +61,8 @@ class RunConfig:
     max_parallelism: int = DEFAULT_MAX_PARALLELISM
     run_id: str = field(default_factory=new_run_id)
     fail_task_once: int | None = None  # Spark partition whose first attempt fails (tests)
+    #: a knob sweep (``workloads.run.sweep.Sweep``): its labels may appear in ``strategies``
+    sweep: Any = None
 
     def __post_init__(self) -> None:
         if not self.backends:
@@ -85,7 +89,7 @@ class RunConfig:
             raise PlanError(f"warm-up fraction must be in [0, 1), got {self.warmup_fraction}")
         if self.sample_interval_ms is not None and self.sample_interval_ms < 1:
             raise PlanError(f"sample interval must be >= 1 ms, got {self.sample_interval_ms}")
-        if not self.time_speedup > 0:
+        if self.time_speedup is not None and not self.time_speedup > 0:
             raise PlanError(f"time speedup must be > 0, got {self.time_speedup}")
         if self.batch_size < 1:
             raise PlanError(f"batch size must be >= 1, got {self.batch_size}")
@@ -93,7 +97,11 @@ class RunConfig:
             if not self.strategies:
                 raise PlanError("no strategy given")
             labels = []
+            aliases = self.aliases
             for text in self.strategies:
+                if text in aliases:  # a swept scenario keeps its label (e.g. incremental(size=5))
+                    labels.append(text)
+                    continue
                 try:
                     labels.append(backends.parse_strategy(text).label)
                 except ValueError as exc:
@@ -107,8 +115,30 @@ class RunConfig:
         return self.strategies if self.strategies is not None else self.spec.state.strategies
 
     @property
+    def aliases(self) -> dict[str, str]:
+        """Swept strategy label -> the canonical strategy text it runs (empty without a sweep)."""
+        return dict(self.sweep.strategies) if self.sweep is not None else {}
+
+    def cleanup_of(self, label: str) -> str:
+        """The strategy text a scenario's strategy label configures."""
+        return self.aliases.get(label, label)
+
+    @property
     def partitions(self) -> int:
         return self.source_partitions or self.parallelism
+
+    @property
+    def speedup(self) -> float:
+        """Clock ms per real ms of a paced (ProcessingTime) run: the option, the spec's, or 1."""
+        if self.time_speedup is not None:
+            return self.time_speedup
+        return self.spec.state.time_speedup or 1.0
+
+    @property
+    def clock(self) -> str:
+        """"paced" (ProcessingTime: one wall-driven ScaledClock every strategy shares) or
+        "event" (EventTime: each record's timestamp, deterministic)."""
+        return "paced" if paced(self.spec.state.time_characteristic) else "event"
 
     def describe(self) -> dict[str, Any]:
         """The JSON-able configuration recorded in run.json."""
@@ -120,11 +150,14 @@ class RunConfig:
             "repetitions": self.repetitions,
             "sample_interval_ms": self.sample_interval_ms,
             "warmup_fraction": self.warmup_fraction,
-            "time_speedup": self.time_speedup,
+            "time_speedup": self.speedup,
+            "clock": self.clock,
+            "rocksdb": rocksdb_options(self) if "rocksdb" in self.backends else {},
             "measure_latency": self.measure_latency,
             "checkpoints": "off" if self.checkpoint_root is None else "on",
             "batch_size": self.batch_size,
             "max_parallelism": self.max_parallelism,
+            **({"sweep": self.sweep.as_dict()} if self.sweep is not None else {}),
         }
 
 
@@ -151,9 +184,9 @@ def plan_scenarios(cfg: RunConfig) -> tuple[list[Scenario], list[NotApplicable]]
     tc = cfg.spec.state.time_characteristic
     for kind in cfg.backends:
         for label in cfg.strategy_labels:
-            strategy = backends.parse_strategy(label)
+            strategy = backends.parse_strategy(cfg.cleanup_of(label))
             if flink_lanes.is_lane(kind):
-                reason = flink_lanes.not_applicable_reason(kind, label)
+                reason = flink_lanes.not_applicable_reason(kind, cfg.cleanup_of(label))
             else:
                 reason = strategy.not_applicable_reason(kind, wall_clock_driven(tc, label))
             if reason is None:
@@ -161,6 +194,19 @@ def plan_scenarios(cfg: RunConfig) -> tuple[list[Scenario], list[NotApplicable]]
             else:
                 skipped.append(NotApplicable(kind, label, reason))
     return runnable, skipped
+
+
+def rocksdb_options(cfg: RunConfig) -> dict[str, Any]:
+    """The RocksDB options every RocksDB scenario of ``cfg`` runs with: the spec's [rocksdb]
+    table, and ``state_layout = "ttl_db"`` when a runnable RocksDB scenario uses the compaction
+    filter. Like for like: a compaction-filter state lives in a TTL-mode DB of its own, so its
+    baselines must too, or they would differ from it in layout as well as in cleanup."""
+    options: dict[str, Any] = dict(cfg.spec.rocksdb.options())
+    runnable, _ = plan_scenarios(cfg)
+    if any(s.backend == "rocksdb" and s.strategy.startswith("compaction_filter")
+           for s in runnable):
+        options["state_layout"] = TTL_DB
+    return options
 
 
 def state_types_of(spec: WorkloadSpec) -> tuple[str, ...]:
@@ -203,6 +249,7 @@ def operator_config(
         workload=spec.name,
         backend=scenario.backend,
         strategy=scenario.strategy,
+        cleanup=cfg.cleanup_of(scenario.strategy),
         value_type=spec.values.type,
         state_types=state_types_of(spec),
         ttl_ms=st.ttl_ms,
@@ -222,7 +269,9 @@ def operator_config(
         repetition=repetition,
         emit_series=repetition == 0,
         measure_latency=cfg.measure_latency,
-        time_speedup=cfg.time_speedup,
+        time_speedup=cfg.speedup,
+        rocksdb_options=(tuple(sorted(rocksdb_options(cfg).items()))
+                         if scenario.backend == "rocksdb" else ()),
         local_dir=cfg.local_dir,
     )
 

@@ -1,0 +1,119 @@
+"""Knob sweeps: one cleanup strategy run at several values of one of its knobs, as an axis of a
+comparison (``statebench compare --sweep "incremental(size=1,5,20,100)"``).
+
+Why labels of their own: a swept scenario's strategy column says which knob value it ran with
+(``incremental(size=20)``), so the report can draw a line over the knob; the operator still
+configures the strategy from its canonical text (``incremental(20, false)``,
+``backends.parse_strategy``). :class:`Sweep` keeps both, and run.json records
+``{"strategy", "knob", "values", "labels"}`` (``workloads.report.runinfo.sweep`` reads it).
+
+Knobs (the others keep their defaults, ``backends.ttl_config``): incremental ``size`` and
+``per_record`` (0 or 1), compaction_filter ``query_time_after_num_entries`` and
+``periodic_compaction_ms`` (the filter's periodic compaction), timer ``granularity_ms``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from backends import parse_strategy
+from backends.ttl_config import (
+    DEFAULT_INCREMENTAL_CLEANUP_SIZE,
+    DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES,
+)
+
+
+class SweepError(ValueError):
+    """A sweep text that does not name a strategy, a knob of it and numbers for the knob."""
+
+
+def _incremental(knob: str, value: int) -> str:
+    size, per_record = DEFAULT_INCREMENTAL_CLEANUP_SIZE, False
+    if knob == "size":
+        size = value
+    else:
+        per_record = bool(value)
+    return f"incremental({size}, {str(per_record).lower()})"
+
+
+def _compaction_filter(knob: str, value: int) -> str:
+    if knob == "query_time_after_num_entries":
+        return f"compaction_filter({value})"
+    return f"compaction_filter({DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES}, {value})"
+
+
+def _timer(_knob: str, value: int) -> str:
+    return f"timer({value})"
+
+
+#: strategy -> (its knobs, how a knob value becomes the strategy's text form)
+KNOBS: dict[str, tuple[tuple[str, ...], Any]] = {
+    "incremental": (("size", "per_record"), _incremental),
+    "compaction_filter": (("query_time_after_num_entries", "periodic_compaction_ms"),
+                          _compaction_filter),
+    "timer": (("granularity_ms",), _timer),
+}
+_TEXT = re.compile(r"^\s*([a-z_]+)\s*\(\s*([a-z_]+)\s*=\s*([^)]*)\)\s*$")
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One knob of one strategy at several values (in the order given)."""
+
+    strategy: str
+    knob: str
+    values: tuple[int, ...]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The swept scenarios' strategy labels, e.g. ``incremental(size=20)``."""
+        return tuple(f"{self.strategy}({self.knob}={v})" for v in self.values)
+
+    @property
+    def strategies(self) -> tuple[tuple[str, str], ...]:
+        """(label, canonical strategy text) per value."""
+        make = KNOBS[self.strategy][1]
+        return tuple((label, parse_strategy(make(self.knob, v)).label)
+                     for label, v in zip(self.labels, self.values))
+
+    def as_dict(self) -> dict[str, Any]:
+        """What run.json records under "sweep"."""
+        return {"strategy": self.strategy, "knob": self.knob, "values": list(self.values),
+                "labels": list(self.labels)}
+
+
+def parse_sweep(text: str) -> Sweep:
+    """``strategy(knob=v1,v2,...)`` -> :class:`Sweep`; SweepError names what is wrong."""
+    match = _TEXT.match(text) if isinstance(text, str) else None
+    if match is None:
+        raise SweepError(
+            f"sweep {text!r} must look like strategy(knob=v1,v2,...), e.g. "
+            "incremental(size=1,5,20,100)")
+    strategy, knob, raw = match.groups()
+    if strategy not in KNOBS:
+        raise SweepError(f"sweep: strategy {strategy!r} has no knob to sweep; one of "
+                         f"{', '.join(KNOBS)}")
+    knobs = KNOBS[strategy][0]
+    if knob not in knobs:
+        raise SweepError(f"sweep: {strategy} has no knob {knob!r}; one of {', '.join(knobs)}")
+    values: list[int] = []
+    for part in raw.split(","):
+        try:
+            value = int(part.strip())
+        except ValueError:
+            raise SweepError(f"sweep: {knob} value {part.strip()!r} is not an integer") from None
+        if value in values:
+            raise SweepError(f"sweep: {knob} value {value} is given twice")
+        values.append(value)
+    if len(values) < 2:
+        raise SweepError(f"sweep: {knob} needs at least two values to sweep, got {values}")
+    if knob == "per_record" and not set(values) <= {0, 1}:
+        raise SweepError(f"sweep: per_record values are 0 (false) or 1 (true), got {values}")
+    sweep = Sweep(strategy, knob, tuple(values))
+    try:  # each value must make a valid strategy (e.g. size >= 1)
+        sweep.strategies  # noqa: B018
+    except ValueError as exc:
+        raise SweepError(f"sweep {text.strip()}: {exc}") from None
+    return sweep
