@@ -160,3 +160,22 @@ def test_diff_renders_two_runs_side_by_side(compared: Path, tmp_path: Path, caps
 def test_usage_errors_exit_2_with_a_message(argv: list[str], message: str, capsys) -> None:
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_default_backends_include_flink_lanes_or_say_what_is_missing(monkeypatch) -> None:
+    import backends.flink.lanes as lanes
+    from backends.flink.errors import FlinkUnavailableError
+    from workloads.run.compare import DEFAULT_BACKENDS, default_backends
+
+    said: list[str] = []
+
+    def unavailable() -> None:
+        raise FlinkUnavailableError("the Flink lanes need pip install 'statebench[flink]'")
+
+    monkeypatch.setattr(lanes, "check_available", unavailable)
+    assert default_backends(said.append) == ("heap", "rocksdb")
+    assert said == ["statebench: Flink's reference lanes are left out: the Flink lanes need "
+                    "pip install 'statebench[flink]'"]
+    monkeypatch.setattr(lanes, "check_available", lambda: None)
+    assert default_backends(said.append) == DEFAULT_BACKENDS
+    assert {"flink-heap", "flink-rocksdb"} <= set(DEFAULT_BACKENDS) and len(said) == 1

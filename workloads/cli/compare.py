@@ -1,7 +1,8 @@
 """`statebench compare` and `statebench report RUN_DIR` (`diff` lives in ``cli/diff.py``).
 
-compare: the main job. Runs the default comparison matrix (both backends x every applicable
-cleanup strategy, on a session-churn workload and a YCSB workload, in Spark local[*]), writes
+compare: the main job. Runs the default comparison matrix (statebench's heap and RocksDB
+backends and Flink's own as reference lanes x every applicable cleanup strategy, on a
+session-churn, a YCSB and a paced processing-time workload, in Spark local[*]), writes
 results/<run-id>/ and renders its self-contained report.html.
 report: re-renders a run's report from its stored rows.
 """
@@ -9,6 +10,7 @@ report: re-renders a run's report from its stored rows.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from workloads import limits
@@ -26,7 +28,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("specs", nargs="*", metavar="SPEC",
                    help=f"spec files or shipped names (default: {' '.join(DEFAULT_SPECS)})")
     p.add_argument("--backend", action="append", metavar="LIST",
-                   help="backends, comma-separated (default: heap,rocksdb)")
+                   help="backends, comma-separated (default: heap,rocksdb,flink-heap,"
+                   "flink-rocksdb; Flink's lanes when the 'flink' extra and a JDK 17 are there)")
     p.add_argument("--strategy", action="append", metavar="LIST",
                    help="strategies, comma-separated (default: each spec's own list)")
     p.add_argument("--sweep", default=None, metavar="STRATEGY(KNOB=V1,V2,...)",
@@ -70,6 +73,7 @@ def compare_command(args: argparse.Namespace) -> int:
     from workloads.run.compare import (
         DEFAULT_SPECS,
         comparison_configs,
+        default_backends,
         load_specs,
         planned_jobs,
         run_comparison,
@@ -79,7 +83,7 @@ def compare_command(args: argparse.Namespace) -> int:
     tempdirs.sweep([None, args.results_dir])  # folders of runs killed earlier (kill -9)
     specs = load_specs(args.specs or DEFAULT_SPECS, args.events)
     backends = tuple(non_empty("--backend", _joined(args.backend), args.backend)
-                     or ("heap", "rocksdb"))
+                     or default_backends(lambda line: print(line, file=sys.stderr)))
     strategies = non_empty("--strategy", _joined(args.strategy), args.strategy)
     sweep = None
     if args.sweep is not None:

@@ -29,6 +29,24 @@ from workloads.spec import WorkloadSpec, load_spec
 #: compaction filter (wall clock) runs next to its baseline in the same ``ttl_db`` layout.
 DEFAULT_SPECS = ("sessions-churn", "ycsb-a", "sessions-paced")
 DEFAULT_REPETITIONS = 3
+#: statebench's backends and Flink's own as reference lanes (issue 12: the published comparison
+#: is both, per strategy).
+DEFAULT_BACKENDS = ("heap", "rocksdb", "flink-heap", "flink-rocksdb")
+
+
+def default_backends(warn: Any = print) -> tuple[str, ...]:
+    """The comparison's backends: with Flink's lanes when they can run here; otherwise
+    statebench's own, after one line saying what to install (a user without the extra or a
+    JDK still gets a comparison, and is told what it lacks)."""
+    from backends.flink.errors import FlinkUnavailableError
+    from backends.flink.lanes import check_available
+
+    try:
+        check_available()
+    except FlinkUnavailableError as exc:
+        warn(f"statebench: Flink's reference lanes are left out: {exc}")
+        return tuple(b for b in DEFAULT_BACKENDS if not b.startswith("flink-"))
+    return DEFAULT_BACKENDS
 
 
 
