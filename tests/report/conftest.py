@@ -9,7 +9,10 @@ every few samples, compactions at fixed samples after which the compaction filte
 expired entries (or, per workload, no compaction at all, or compactions that rewrite nothing).
 ``sessions-churn`` runs on a paced ProcessingTime clock (schedule-lag rows, "clock": "paced").
 Knobs (``throughput_factor``, ``drop``, ``compactions``, ``paced``, ``sweep``) let tests change
-the data and check that the report's conclusions follow it.
+the data and check that the report's conclusions follow it. ``flink`` adds Flink's reference
+lanes (``flink-heap``, ``flink-rocksdb``: the same model, no cleanup counters, Flink's
+not-applicable strategies), ``lane_throughput``/``lane_retained`` change one lane's strategy, and
+``no_ttl`` adds each workload once more without a TTL (``<name>-no-ttl``, strategy none only).
 """
 
 from __future__ import annotations
@@ -65,7 +68,17 @@ RETAINED = {
 BACKEND = {  # throughput scale, logical bytes/entry, physical bytes/entry
     "heap": (1.0, 96.0, 150.0),
     "rocksdb": (0.32, 64.0, 88.0),
+    "flink-heap": (2.6, 96.0, 150.0),
+    "flink-rocksdb": (0.8, 64.0, 88.0),
 }
+FLINK_LANES = ("flink-heap", "flink-rocksdb")
+#: Flink has no timer cleanup, no compaction filter on heap, no incremental cleanup on RocksDB.
+FLINK_NOT_APPLICABLE = (("flink-heap", "compaction_filter"), ("flink-heap", "timer"),
+                        ("flink-rocksdb", "incremental"), ("flink-rocksdb", "timer"))
+FLINK_NA_REASON = "Flink has no such cleanup on this backend"
+NO_TTL_SUFFIX = "-no-ttl"
+#: How much faster a workload runs without a TTL than with one (strategy none), by default.
+NO_TTL_SPEEDUP = 1.25
 REMOVER = {
     "incremental": "cleanup_removed_incremental",
     "compaction_filter": "cleanup_removed_compaction_filter",
@@ -130,6 +143,41 @@ class SyntheticRun:
     sweep: tuple[str, str, tuple[float, ...]] | None = None
     #: RocksDB's state layout recorded in run.json ("ttl_db" is the like-for-like one).
     layout: str = "ttl_db"
+    #: Add Flink's reference lanes flink-heap and flink-rocksdb.
+    flink: bool = False
+    #: (backend, strategy) -> throughput factor / retained share replacing the model's.
+    lane_throughput: dict[tuple[str, str], float] = field(default_factory=dict)
+    lane_retained: dict[tuple[str, str], float] = field(default_factory=dict)
+    #: Add every workload once more without a TTL (strategy none only).
+    no_ttl: bool = False
+    #: backend -> how much faster its no-TTL run is than its TTL one (default NO_TTL_SPEEDUP).
+    no_ttl_speedup: dict[str, float] = field(default_factory=dict)
+
+
+def backends(cfg: SyntheticRun) -> tuple[str, ...]:
+    """The run's backends: each Flink lane (with ``flink``) after the backend it mirrors."""
+    if not cfg.flink:
+        return BACKENDS
+    return ("heap", "flink-heap", "rocksdb", "flink-rocksdb")
+
+
+def workloads(cfg: SyntheticRun) -> list[str]:
+    """The run's workloads: with ``no_ttl``, each followed by its copy without a TTL."""
+    return [x for w in WORKLOADS for x in ((w, w + NO_TTL_SUFFIX) if cfg.no_ttl else (w,))]
+
+
+def workload_model(w: str) -> tuple[int, float, float]:
+    """(live entries, heap records/s, expiries per logical second); nothing expires without
+    a TTL."""
+    if w.endswith(NO_TTL_SUFFIX):
+        live, rate, _expiry = WORKLOADS[w[: -len(NO_TTL_SUFFIX)]]
+        return live, rate, 0.0
+    return WORKLOADS[w]
+
+
+def not_applicable(cfg: SyntheticRun) -> set[tuple[str, str]]:
+    """(backend, base strategy) pairs the run reports as not applicable."""
+    return set(NOT_APPLICABLE) | (set(FLINK_NOT_APPLICABLE) if cfg.flink else set())
 
 
 class _Rows:
@@ -184,13 +232,18 @@ def strategies(cfg: SyntheticRun) -> list[str]:
     return out
 
 
-def _params(cfg: SyntheticRun, s: str) -> tuple[str, float, float]:
+def _params(cfg: SyntheticRun, s: str, w: str = "", b: str = "") -> tuple[str, float, float]:
     """(base strategy, throughput factor, retained share) of a strategy label.
 
     A swept knob trades throughput for state: from the smallest to the largest value,
     throughput drops by 15% and the expired entries left behind by 60%."""
     base = s.split("(", 1)[0]
     factor, retained = THROUGHPUT[base], RETAINED[base]
+    if b in FLINK_LANES:
+        factor = cfg.lane_throughput.get((b, base), factor)
+        retained = cfg.lane_retained.get((b, base), retained)
+    if w.endswith(NO_TTL_SUFFIX):
+        factor *= cfg.no_ttl_speedup.get(b, NO_TTL_SPEEDUP)
     if cfg.sweep is not None and base == cfg.sweep[0] and s != base:
         labels = [sweep_label(base, cfg.sweep[1], v) for v in cfg.sweep[2]]
         pos = labels.index(s) / max(1, len(labels) - 1)
@@ -272,8 +325,9 @@ def _summary(
 ) -> None:
     """Summary metrics: repetitions in ``step``, logical_time_ms = -1, per task and total."""
     cfg = rows.cfg
-    _live_n, heap_rate, expiry_rate = WORKLOADS[w]
+    _live_n, heap_rate, expiry_rate = workload_model(w)
     tp_scale = BACKEND[b][0]
+    lane = b in FLINK_LANES  # Flink keeps no cleanup counters and no cleanup lag
     for rep in range(cfg.reps):
         total = heap_rate * tp_scale * factor * rng.normal(1.0, 0.012)
         per_task = _split(rng, total, cfg.tasks)
@@ -295,8 +349,9 @@ def _summary(
         rows.add(w, b, s, -1, rep, -1, "expired_returned", 0.0, "count")
         read_removed = expiry_rate * cfg.duration_ms / 1000 * 0.04 * rng.uniform(0.8, 1.2)
         for task, v in enumerate(_split(rng, read_removed, cfg.tasks)):
-            rows.add(w, b, s, task, rep, -1, "cleanup_removed_read", round(v), "entries")
-        if base in REMOVER:
+            if not lane:
+                rows.add(w, b, s, task, rep, -1, "cleanup_removed_read", round(v), "entries")
+        if base in REMOVER and not lane:
             noisy = removed_total * rng.normal(1, 0.02)
             for task, v in enumerate(_split(rng, noisy, cfg.tasks)):
                 rows.add(w, b, s, task, rep, -1, REMOVER[base], round(max(v, 0.0)), "entries")
@@ -306,7 +361,7 @@ def _summary(
         own = MECHANISM_OF[base]
         if own is not None and (base != "compaction_filter" or filter_ran):
             lags[own] = cfg.ttl_ms * (0.01 if base == "timer" else 2.5 * retained + 0.2)
-        for mechanism, lag in lags.items():
+        for mechanism, lag in ({} if lane else lags).items():
             p50_lag = lag * rng.lognormal(0, 0.05)
             for stat, mult in (("p50", 1.0), ("p99", 3.0), ("max", 5.0)):
                 rows.add(w, b, s, -1, rep, -1, f"cleanup_lag_{mechanism}_{stat}_ms",
@@ -325,9 +380,10 @@ def _summary(
 
 def _scenario(rows: _Rows, rng: np.random.Generator, w: str, b: str, s: str) -> None:
     cfg = rows.cfg
-    live_n, _heap_rate, expiry_rate = WORKLOADS[w]
+    live_n, _heap_rate, expiry_rate = workload_model(w)
     _tp_scale, logical_per, physical_per = BACKEND[b]
-    base, factor, retained = _params(cfg, s)
+    base, factor, retained = _params(cfg, s, w, b)
+    kind = b.removeprefix("flink-")  # a Flink lane is modelled as the backend it mirrors
     mode = cfg.compactions.get(w, DROPPING)
 
     # Time series over logical time, per task only (the report must sum tasks itself).
@@ -341,7 +397,7 @@ def _scenario(rows: _Rows, rng: np.random.Generator, w: str, b: str, s: str) -> 
     removed_total = float(accrued[-1]) * (
         cfg.checkpoints / 2 if base == "full_snapshot" else 1 - retained
     )
-    if b == "rocksdb":
+    if kind == "rocksdb":
         filtering = base == "compaction_filter"
         counters, filtered, removed = _rocksdb_model(cfg, rng, mode, filtering, accrued)
         if filtering:  # on RocksDB the filter removes exactly what compactions dropped
@@ -349,7 +405,7 @@ def _scenario(rows: _Rows, rng: np.random.Generator, w: str, b: str, s: str) -> 
     elif base == "compaction_filter":  # heap stand-in: periodic full cleanups, a sawtooth
         expired = expired * (1.4 - 0.9 * ((np.arange(t.size) % 8) / 7))
     expired = np.maximum(0, expired * rng.normal(1, 0.03, t.size))
-    amplification = 1.0 + (0.3 * rng.random(t.size) if b == "rocksdb" else 0.0)
+    amplification = 1.0 + (0.3 * rng.random(t.size) if kind == "rocksdb" else 0.0)
     physical = (live + expired) * physical_per * amplification * (1.08 if base == "timer" else 1.0)
     series = {
         "live_entries": (live, "entries"),
@@ -365,7 +421,7 @@ def _scenario(rows: _Rows, rng: np.random.Generator, w: str, b: str, s: str) -> 
     if counters:
         _rocksdb_series(rows, w, b, s, t, counters, physical, removed, physical_per, mode)
 
-    filter_ran = b != "rocksdb" or (mode == DROPPING and removed_total > 0)
+    filter_ran = kind != "rocksdb" or (mode == DROPPING and removed_total > 0)
     _summary(rows, rng, w, b, s, base, factor, retained, removed_total, w in cfg.paced,
              filter_ran)
 
@@ -374,13 +430,13 @@ def _scenario(rows: _Rows, rng: np.random.Generator, w: str, b: str, s: str) -> 
         cfg.duration_ms / cfg.checkpoints, cfg.duration_ms, cfg.checkpoints
     ).astype(np.int64)
     idx = np.searchsorted(t, barriers).clip(0, t.size - 1)
-    content = live[idx] + (0 if base == "full_snapshot" and b == "heap" else expired[idx])
+    content = live[idx] + (0 if base == "full_snapshot" and kind == "heap" else expired[idx])
     full = content * logical_per * (1.15 if base == "timer" else 1.0)
-    uploaded = full if b == "heap" else full * rng.uniform(0.22, 0.35, full.size)
+    uploaded = full if kind == "heap" else full * rng.uniform(0.22, 0.35, full.size)
     for cp, (ts, f, u) in enumerate(zip(barriers, full, uploaded), start=1):
         for task, (fv, uv) in enumerate(zip(_split(rng, f, cfg.tasks), _split(rng, u, cfg.tasks))):
-            sync = (fv / 4e8 * 1e3 if b == "heap" else 15.0) * rng.lognormal(0, 0.1)
-            asynchronous = fv / (5e8 if b == "heap" else 3e8) * 1e3 * rng.lognormal(0, 0.1)
+            sync = (fv / 4e8 * 1e3 if kind == "heap" else 15.0) * rng.lognormal(0, 0.1)
+            asynchronous = fv / (5e8 if kind == "heap" else 3e8) * 1e3 * rng.lognormal(0, 0.1)
             upload = uv / 1.5e8 * 1e3 * rng.lognormal(0, 0.1)
             at = (w, b, s, task, cp, int(ts))
             rows.add(*at, "checkpoint_bytes", round(fv), "bytes")
@@ -396,11 +452,11 @@ def write_run_dir(run_dir: Path, cfg: SyntheticRun) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(cfg.seed)
     rows = _Rows(cfg)
-    na = set(NOT_APPLICABLE)
+    na = not_applicable(cfg)
     labels = strategies(cfg)
-    for w in WORKLOADS:
-        for b in BACKENDS:
-            for s in labels:
+    for w in workloads(cfg):
+        for b in backends(cfg):
+            for s in labels if not w.endswith(NO_TTL_SUFFIX) else ["none"]:
                 if (b, s.split("(", 1)[0]) in na:
                     rows.add(w, b, s, -1, -1, -1, "not_applicable", 1.0, "flag")
                 else:
@@ -417,35 +473,40 @@ def write_run_dir(run_dir: Path, cfg: SyntheticRun) -> Path:
         "statistics": True,
         "state_layout": cfg.layout,
     }
+    specs = [
+        {
+            "name": w,
+            "keys": live * 5,
+            "distribution": "zipf",
+            "zipf_s": 1.1,
+            "ttl_ms": cfg.ttl_ms,
+            "duration_ms": cfg.duration_ms,
+            "seed": cfg.seed + i,
+            "rocksdb": {k: v for k, v in rocksdb.items() if k != "statistics"},
+        }
+        for i, (w, (live, _, _)) in enumerate(WORKLOADS.items())
+    ]
+    if cfg.no_ttl:  # the same spec under another name, without a TTL
+        specs = [x for spec in specs for x in (spec, {
+            **{k: v for k, v in spec.items() if k != "ttl_ms"},
+            "name": spec["name"] + NO_TTL_SUFFIX})]
     meta = {
         "run_id": cfg.run_id,
         "created_utc": "2025-01-01T00:00:00Z",
-        "spec": [
-            {
-                "name": w,
-                "keys": live * 5,
-                "distribution": "zipf",
-                "zipf_s": 1.1,
-                "ttl_ms": cfg.ttl_ms,
-                "duration_ms": cfg.duration_ms,
-                "seed": cfg.seed + i,
-                "rocksdb": {k: v for k, v in rocksdb.items() if k != "statistics"},
-            }
-            for i, (w, (live, _, _)) in enumerate(WORKLOADS.items())
-        ],
+        "spec": specs,
         "config": {
             "workloads": {
                 w: {
-                    "backends": list(BACKENDS),
-                    "strategies": labels,
+                    "backends": list(backends(cfg)),
+                    "strategies": labels if not w.endswith(NO_TTL_SUFFIX) else ["none"],
                     "repetitions": cfg.reps,
                     "clock": "paced" if w in cfg.paced else "event",
                     "time_speedup": 20.0 if w in cfg.paced else 1.0,
                     "rocksdb": rocksdb,
                 }
-                for w in WORKLOADS
+                for w in workloads(cfg)
             },
-            "backends": list(BACKENDS),
+            "backends": list(backends(cfg)),
             "strategies": labels,
             "events": 2_000_000,
             "master": "local[2]",
@@ -468,8 +529,9 @@ def write_run_dir(run_dir: Path, cfg: SyntheticRun) -> Path:
         },
         "spark_master": "local[2]",
         "not_applicable": [
-            {"backend": b, "strategy": s, "reason": cfg.na_reason}
-            for b, s in sorted((b, s) for b, s in ((b, s) for b in BACKENDS for s in labels)
+            {"backend": b, "strategy": s,
+             "reason": FLINK_NA_REASON if b in FLINK_LANES else cfg.na_reason}
+            for b, s in sorted((b, s) for b, s in ((b, s) for b in backends(cfg) for s in labels)
                                if (b, s.split("(", 1)[0]) in na)
         ],
         "duration_s": 83.4,

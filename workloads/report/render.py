@@ -10,6 +10,7 @@ from html import escape
 from pathlib import Path
 
 from workloads.report.diff import diff_page
+from workloads.report.fidelity import fidelity_html
 from workloads.report.figures import Chart, charts
 from workloads.report.findings import findings
 from workloads.report.fmt import MISSING, TIMES, fmt_value
@@ -74,6 +75,9 @@ def report_html(run: Run) -> str:
     sections = [("findings", "Findings", _findings_html(run))]
     for name, items in charts(run).items():
         sections.append((name, SECTION_TITLES[name], _charts_html(items)))
+    fidelity = fidelity_html(run)  # only when the run has Flink reference lanes
+    if fidelity is not None:
+        sections.append(("fidelity", "Fidelity: statebench vs Flink", fidelity))
     tables = "\n".join(f"<h3>{escape(w)}</h3>{summary_tables(run, w)}" for w in run.workloads)
     sections += [
         ("tables", "Summary tables", tables or f"<p>{MISSING}</p>"),

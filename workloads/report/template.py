@@ -72,6 +72,9 @@ td.grey { color: var(--muted); }
 td.different { background: var(--warn-bg); }
 td.why { font-size: .75rem; max-width: 22rem; white-space: normal; }
 tr.changed th, tr.changed td { background: var(--warn-bg); }
+tr[data-backend^="flink-"] > td:first-child, th.reference { background: var(--clock-bg);
+    color: var(--clock); }
+table.fidelity td[data-verdict="agree"] { color: var(--muted); }
 table.kv th { background: var(--bg-alt); white-space: nowrap; }
 pre { background: var(--bg-alt); border: 1px solid var(--line); padding: .7rem; overflow-x: auto;
       font-size: .8rem; margin: 0; }

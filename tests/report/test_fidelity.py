@@ -1,0 +1,286 @@
+"""The "Fidelity: statebench vs Flink" section: each strategy's cost relative to ``none`` on
+statebench's heap/RocksDB beside Flink's, numbers recomputed here from the raw rows, a finding
+exactly where the two sides are more than 1.5x apart, and Flink lanes labelled as references.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from html import unescape
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from tests.report import test_browser as tb
+from workloads.report.fidelity import (
+    DISAGREE,
+    INCREMENTAL_HEAP_REASON,
+    TTL_ROW,
+    comparisons,
+    fidelity_charts,
+    fidelity_findings,
+    has_reference_lanes,
+)
+from workloads.report.figures import charts
+from workloads.report.fmt import TIMES, fmt_ratio, fmt_value
+from workloads.report.load import backend_label, load_run, with_references
+from workloads.report.render import render_report, report_html
+
+PAIRS = (("heap", "flink-heap"), ("rocksdb", "flink-rocksdb"))
+
+
+def _raw(run_dir: Path) -> list[dict]:
+    return pq.read_table(run_dir / "rows.parquet").to_pylist()
+
+
+def throughput(rows: list[dict], w: str, b: str, s: str) -> float:
+    """Median over repetitions of the job-wide (task=-1) records/s."""
+    return float(np.median([r["value"] for r in rows if (r["workload"], r["backend"],
+                            r["strategy"], r["metric"], r["task"]) == (w, b, s, "records_per_s",
+                                                                        -1)]))
+
+
+def peak(rows: list[dict], w: str, b: str, s: str, metrics: tuple[str, ...]) -> float:
+    """Peak over samples of the per-task values of ``metrics`` summed (tasks and metrics)."""
+    by_step: dict[int, float] = defaultdict(float)
+    for r in rows:
+        if (r["workload"], r["backend"], r["strategy"]) == (w, b, s) and r["metric"] in metrics:
+            by_step[r["step"]] += r["value"]
+    return max(by_step.values())
+
+
+def stored(rows: list[dict], w: str, b: str, s: str) -> float:
+    return peak(rows, w, b, s, ("live_entries", "expired_present_entries"))
+
+
+def ratio_of(rows: list[dict], metric: str, w: str, b: str, s: str, base_w: str | None = None,
+             base_s: str = "none") -> float:
+    f = throughput if metric == "records_per_s" else stored
+    return f(rows, w, b, s) / f(rows, base_w or w, b, base_s)
+
+
+def _fidelity_section(html: str) -> str:
+    match = re.search(r'<section id="fidelity">(.*?)</section>', html, re.S)
+    assert match, "no fidelity section"
+    return match.group(1)
+
+
+def _text(fragment: str) -> str:
+    return unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+def test_no_flink_lanes_no_section_and_labels_unchanged(synthetic_run_dir: Path) -> None:
+    run = load_run(synthetic_run_dir)
+    assert not has_reference_lanes(run)
+    html = report_html(run)
+    assert 'id="fidelity"' not in html and "Flink (reference)" not in html
+    assert run.backends == ["heap", "rocksdb"]
+
+
+def test_ratios_match_the_raw_rows(make_run: Callable[..., Path]) -> None:
+    run_dir = make_run("flink", flink=True)
+    rows, run = _raw(run_dir), load_run(run_dir)
+    assert has_reference_lanes(run)
+    checked = 0
+    for w in run.workloads:
+        found = comparisons(run, w)
+        assert found and all(c.strategy != TTL_ROW for c in found)  # the run has no no-TTL twin
+        for c in found:
+            for backend, cost in ((c.ours, c.mine), (c.flink, c.theirs)):
+                base = c.strategy.split("(", 1)[0]
+                if (backend, base) in {("flink-heap", "compaction_filter"),
+                                       ("flink-heap", "timer"), ("flink-rocksdb", "timer"),
+                                       ("flink-rocksdb", "incremental"),
+                                       ("rocksdb", "incremental")}:
+                    assert cost is None, (backend, c.strategy)
+                    continue
+                assert cost is not None
+                assert cost.ratio == pytest.approx(ratio_of(rows, c.metric, w, backend,
+                                                            c.strategy), rel=1e-9)
+                checked += 1
+    # workloads x measures x sides measured: full_snapshot 4, incremental 2 (heap pair),
+    # compaction_filter 3 (not on flink-heap), timer 2 (statebench only)
+    assert checked == 2 * 2 * (4 + 2 + 3 + 2)
+    # the same numbers are in the page's table
+    section = _fidelity_section(report_html(run))
+    expected = ratio_of(rows, "records_per_s", "ycsb-a", "flink-heap", "incremental")
+    table = re.search(r'<table class="stats fidelity" data-workload="ycsb-a".*?</table>',
+                      section, re.S)
+    assert table is not None
+    row = re.search(r'<tr data-strategy="incremental" data-metric="records_per_s">(.*?)</tr>',
+                    table.group(0), re.S)
+    assert row is not None
+    shown = [float(x) for x in re.findall(r'data-ratio="([^"]+)"', row.group(1))]
+    assert shown[1] == pytest.approx(expected, rel=1e-9)
+
+
+def test_same_model_on_both_sides_agrees(make_run: Callable[..., Path]) -> None:
+    run = load_run(make_run("agree", flink=True))
+    for w in run.workloads:
+        assert not any(c.disagrees for c in comparisons(run, w))
+        assert all(s.severity == "info" and "they agree" in s.text
+                   for s in fidelity_findings(run, w))
+    section = _fidelity_section(report_html(run))
+    assert 'data-verdict="disagree"' not in section and 'data-verdict="agree"' in section
+
+
+def test_injected_throughput_disagreement_is_found(make_run: Callable[..., Path]) -> None:
+    run_dir = make_run("slow-flink", flink=True,
+                       lane_throughput={("flink-heap", "incremental"): 0.3})
+    rows, run = _raw(run_dir), load_run(run_dir)
+    for w in run.workloads:
+        ours = ratio_of(rows, "records_per_s", w, "heap", "incremental")
+        flink = ratio_of(rows, "records_per_s", w, "flink-heap", "incremental")
+        assert ours / flink > DISAGREE
+        warns = [s.text for s in fidelity_findings(run, w) if s.severity == "warn"]
+        assert warns == [
+            f"On heap, incremental costs statebench {fmt_ratio(ours)} of none's throughput and "
+            f"Flink {fmt_ratio(flink)}: they disagree by {fmt_ratio(ours / flink)}."
+        ]
+    section = _fidelity_section(report_html(run))
+    assert section.count('data-verdict="disagree"') == 2  # one row per workload, heap pair only
+
+
+def test_just_under_the_threshold_is_no_disagreement(make_run: Callable[..., Path]) -> None:
+    # 0.78 / 0.6 = 1.3x apart: within 1.5x, so no warning
+    run = load_run(make_run("close", flink=True,
+                            lane_throughput={("flink-heap", "incremental"): 0.6}))
+    for w in run.workloads:
+        c = next(c for c in comparisons(run, w)
+                 if (c.strategy, c.metric, c.ours) == ("incremental", "records_per_s", "heap"))
+        assert c.fold is not None and 1.2 < c.fold < DISAGREE
+        assert not [s for s in fidelity_findings(run, w) if s.severity == "warn"]
+
+
+def test_incremental_on_heap_state_disagreement_gives_flinks_reason(
+    make_run: Callable[..., Path],
+) -> None:
+    run_dir = make_run("sparse", flink=True, lane_retained={("flink-heap", "incremental"): 1.0})
+    rows, run = _raw(run_dir), load_run(run_dir)
+    w = "ycsb-a"
+    warns = [s.text for s in fidelity_findings(run, w) if s.severity == "warn"]
+    assert len(warns) == 1
+    ours = ratio_of(rows, "stored_entries", w, "heap", "incremental")
+    flink = ratio_of(rows, "stored_entries", w, "flink-heap", "incremental")
+    exp_ours = peak(rows, w, "heap", "incremental", ("expired_present_entries",))
+    exp_flink = peak(rows, w, "flink-heap", "incremental", ("expired_present_entries",))
+    assert exp_flink / exp_ours > 2
+    assert warns[0].startswith(
+        f"On heap, incremental keeps peak stored entries at {fmt_ratio(ours)} of none's on "
+        f"statebench and {fmt_ratio(flink)} on Flink: they disagree by {fmt_ratio(flink / ours)}."
+    )
+    assert warns[0].endswith(
+        f"On statebench it leaves {exp_flink / exp_ours:.3g}{TIMES} fewer expired entries than "
+        f"Flink ({fmt_value(exp_ours, 'entries')} vs {fmt_value(exp_flink, 'entries')}, peak): "
+        f"{INCREMENTAL_HEAP_REASON}.")
+
+
+def test_other_state_disagreements_give_numbers_without_a_cause(
+    make_run: Callable[..., Path],
+) -> None:
+    # Flink's full-snapshot lane made to shed expired entries from memory, which it does not
+    run_dir = make_run("rocks", flink=True,
+                       lane_retained={("flink-rocksdb", "full_snapshot"): 0.05})
+    rows, run = _raw(run_dir), load_run(run_dir)
+    w = "sessions-churn"
+    warns = [s.text for s in fidelity_findings(run, w) if s.severity == "warn"]
+    assert len(warns) == 1
+    ours = ratio_of(rows, "stored_entries", w, "rocksdb", "full_snapshot")
+    flink = ratio_of(rows, "stored_entries", w, "flink-rocksdb", "full_snapshot")
+    exp_ours = peak(rows, w, "rocksdb", "full_snapshot", ("expired_present_entries",))
+    exp_flink = peak(rows, w, "flink-rocksdb", "full_snapshot", ("expired_present_entries",))
+    assert warns[0] == (
+        f"On RocksDB, full_snapshot keeps peak stored entries at {fmt_ratio(ours)} of none's on "
+        f"statebench and {fmt_ratio(flink)} on Flink: they disagree by "
+        f"{fmt_ratio(ours / flink)}. On statebench it leaves {exp_ours / exp_flink:.3g}{TIMES} "
+        f"the expired entries of Flink ({fmt_value(exp_ours, 'entries')} vs "
+        f"{fmt_value(exp_flink, 'entries')}, peak).")
+    assert INCREMENTAL_HEAP_REASON not in warns[0]
+
+
+def test_ttl_vs_no_ttl_rows(make_run: Callable[..., Path]) -> None:
+    run_dir = make_run("ttl", flink=True, no_ttl=True, no_ttl_speedup={"flink-rocksdb": 3.0})
+    rows, run = _raw(run_dir), load_run(run_dir)
+    assert [w for w in run.workloads if w.endswith("-no-ttl")]
+    for w in ("sessions-churn", "ycsb-a"):
+        ttl = [c for c in comparisons(run, w) if c.strategy == TTL_ROW]
+        assert len(ttl) == 4  # 2 measures x 2 pairs
+        for c in ttl:
+            assert c.mine is not None and c.theirs is not None
+            for backend, cost in ((c.ours, c.mine), (c.flink, c.theirs)):
+                assert cost.ratio == pytest.approx(ratio_of(
+                    rows, c.metric, w, backend, "none", base_w=f"{w}-no-ttl"), rel=1e-9)
+        slow = {(c.metric, c.ours): c.disagrees for c in ttl}
+        assert slow == {("records_per_s", "heap"): False, ("records_per_s", "rocksdb"): True,
+                        ("stored_entries", "heap"): False, ("stored_entries", "rocksdb"): False}
+        warns = [s.text for s in fidelity_findings(run, w) if s.severity == "warn"]
+        assert len(warns) == 1 and warns[0].startswith("On RocksDB, TTL (none vs the same")
+        assert "of the no-TTL run's throughput" in warns[0]
+    html = report_html(run)
+    section = _fidelity_section(html)
+    assert "no-ttl</h3>" not in section  # the no-TTL twin has no strategies to compare
+
+
+def test_flink_lanes_are_ordered_and_labelled_as_references(
+    make_run: Callable[..., Path],
+) -> None:
+    assert with_references(["heap", "rocksdb", "flink-heap", "flink-rocksdb"]) == [
+        "heap", "flink-heap", "rocksdb", "flink-rocksdb"]
+    assert with_references(["flink-rocksdb", "rocksdb"]) == ["rocksdb", "flink-rocksdb"]
+    run = load_run(make_run("labels", flink=True))
+    assert run.backends == ["heap", "flink-heap", "rocksdb", "flink-rocksdb"]
+    html = report_html(run)
+    label = backend_label("flink-heap")
+    assert label != "flink-heap" and "Flink (reference)" in label
+    row = re.search(r'<tr data-backend="flink-heap" data-strategy="none"><td>(.*?)</td>', html)
+    assert row is not None and _text(row.group(1)) == label
+    perf = next(c for c in charts(run)["perf"] if c.fig_id == "fig-perf-ycsb-a")
+    assert list(perf.figure.data[0].x) == [backend_label(b) for b in run.backends]
+
+
+@pytest.mark.browser
+def test_fidelity_section_renders_in_chromium(make_run: Callable[..., Path]) -> None:
+    if not tb.CHROMIUM.exists():
+        pytest.skip("chromium missing (test_browser.py installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    run_dir = make_run("browser", flink=True, no_ttl=True,
+                       lane_throughput={("flink-heap", "incremental"): 0.3})
+    report = render_report(run_dir)
+    run = load_run(run_dir)
+    fid = fidelity_charts(run)
+    assert len(fid) == 2
+
+    def in_chromium() -> list[dict]:
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(tb.CHROMIUM), args=tb.ARGS,
+                                         headless=True)
+            try:
+                tb.check_in_browser(browser, report, set(run.strategies),
+                                    charts_expected=tb.expected_charts(report) + len(fid))
+                page = browser.new_page(viewport=tb.VIEWPORT)
+                page.goto(report.as_uri(), wait_until="load")
+                page.wait_for_function(
+                    "() => document.querySelector('#fig-fidelity-ycsb-a-plot .main-svg')",
+                    timeout=15_000)
+                found = page.evaluate(
+                    """() => document.getElementById('fig-fidelity-ycsb-a-plot').data.map(
+                        t => ({name: t.name, x: t.x, y: t.y}))""")
+                page.close()
+                return found
+            finally:
+                browser.close()
+
+    # A thread of its own: test_browser.py's session-wide Playwright may hold this one's loop.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        traces = pool.submit(in_chromium).result()
+    rows = _raw(run_dir)
+    inc = next(t for t in traces if t["name"] == "incremental")  # first panel: throughput
+    at = inc["x"].index(backend_label("flink-heap"))
+    assert inc["y"][at] == pytest.approx(
+        ratio_of(rows, "records_per_s", "ycsb-a", "flink-heap", "incremental"), rel=1e-9)
+    assert TTL_ROW in {t["name"] for t in traces}

@@ -1,0 +1,418 @@
+"""Fidelity: does statebench's relative cost of each cleanup strategy match Flink's own?
+
+A run with Flink's backends as reference lanes (``flink-heap``, ``flink-rocksdb``) answers the
+question users ask of every statebench number: "and what does Flink do?". Absolute numbers of a
+Python backend and a JVM one differ for reasons that have nothing to do with TTL, so what is
+compared is each strategy's cost *relative to ``none`` on the same backend*: throughput
+(strategy / none) and peak stored entries (strategy / none), plus TTL (``none``) against the same
+workload without a TTL when the run has one. statebench's heap is set against Flink's heap and
+statebench's RocksDB against Flink's RocksDB. Where the two relative costs differ by more than
+:data:`DISAGREE`, a finding says so in plain words (the project's steering goal: within 1.5x).
+
+Every number is a :func:`workloads.report.stats.stat` center, i.e. the one summary rule of
+``workloads.results.summaries`` (median of repetitions for throughput, peak over logical time
+for state).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from workloads.report.figures import Chart, colours, slug
+from workloads.report.findings import Sentence
+from workloads.report.fmt import MISSING, TIMES, compare_phrase, connector, fmt_ratio, fmt_value
+from workloads.report.load import Run, ScenarioKey, backend_label, is_reference
+from workloads.report.metrics import STORED_ENTRIES
+from workloads.report.stats import stat
+from workloads.report.template import chart_html
+
+#: (statebench backend, the Flink lane it is compared with).
+PAIRS = (("heap", "flink-heap"), ("rocksdb", "flink-rocksdb"))
+#: (metric, what its ratio is called, unit).
+MEASURES = (
+    ("records_per_s", "throughput", "records/s"),
+    (STORED_ENTRIES, "peak stored entries", "entries"),
+)
+BASELINE = "none"
+#: Relative costs further apart than this factor disagree (issue 12's steering goal).
+DISAGREE = 1.5
+#: A cost both sides reproduce is worth a sentence when it is at least this large either way.
+NOTABLE = 1.5
+#: The row comparing the TTL workload's ``none`` with the same workload without a TTL.
+TTL_ROW = "TTL vs no TTL"
+#: Spec fields that say how TTL is configured; two specs equal apart from these (and their
+#: names) are one workload with and without a TTL.
+TTL_FIELDS = ("ttl_ms", "strategies", "update_type", "visibility")
+#: Why Flink's incremental cleanup removes less on sparse heap state (Flink's
+#: CopyOnWriteStateMap iterator advances over table positions and stops at an empty one).
+INCREMENTAL_HEAP_REASON = (
+    "Flink's incremental cleanup walks hash-table positions, not entries, and stops at empty "
+    "positions, so it cleans much less on sparse state"
+)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One backend's number for a strategy and for what it is compared with (``none``, or the
+    same workload without a TTL)."""
+
+    value: float
+    base: float
+
+    @property
+    def ratio(self) -> float | None:
+        return self.value / self.base if self.base else None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One strategy's relative cost on statebench's backend and on the matching Flink lane."""
+
+    workload: str
+    ours: str
+    flink: str
+    strategy: str
+    metric: str
+    noun: str
+    unit: str
+    mine: Cost | None
+    theirs: Cost | None
+
+    @property
+    def factor(self) -> float | None:
+        """statebench's ratio over Flink's (None when either is missing or zero)."""
+        a = self.mine.ratio if self.mine else None
+        b = self.theirs.ratio if self.theirs else None
+        if a is None or b is None or a <= 0 or b <= 0:
+            return None
+        return a / b
+
+    @property
+    def fold(self) -> float | None:
+        """How far apart the two relative costs are, as a factor >= 1."""
+        f = self.factor
+        return None if f is None else max(f, 1 / f)
+
+    @property
+    def disagrees(self) -> bool:
+        return self.fold is not None and self.fold > DISAGREE
+
+
+def has_reference_lanes(run: Run) -> bool:
+    """True when the run ran a Flink lane next to the statebench backend it mirrors."""
+    return any(ours in run.backends and flink in run.backends for ours, flink in PAIRS)
+
+
+def _specs(run: Run) -> list[dict[str, Any]]:
+    spec = run.meta.get("spec")
+    items = spec if isinstance(spec, list) else [spec]
+    return [s for s in items if isinstance(s, dict)]
+
+
+def _ttl(spec: dict[str, Any]) -> Any:
+    state = spec.get("state")
+    return state.get("ttl_ms") if isinstance(state, dict) else spec.get("ttl_ms")
+
+
+def _without_ttl(spec: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in spec.items() if k not in ("name", "description", *TTL_FIELDS)}
+    if isinstance(out.get("state"), dict):
+        out["state"] = {k: v for k, v in out["state"].items() if k not in TTL_FIELDS}
+    return out
+
+
+def no_ttl_partner(run: Run, workload: str) -> str | None:
+    """The run's workload that is ``workload`` without a TTL (same spec apart from its name and
+    TTL fields), or None when the run has none."""
+    specs = {str(s.get("name")): s for s in _specs(run)}
+    mine = specs.get(workload)
+    if mine is None or _ttl(mine) is None:
+        return None
+    shape = _without_ttl(mine)
+    for name, spec in specs.items():
+        if name != workload and name in run.workloads and _ttl(spec) is None \
+                and _without_ttl(spec) == shape:
+            return name
+    return None
+
+
+def _cost(run: Run, key: ScenarioKey, base: ScenarioKey, metric: str) -> Cost | None:
+    if key in run.not_applicable or base in run.not_applicable:
+        return None
+    a, b = stat(run, key, metric), stat(run, base, metric)
+    if a is None or b is None or not (math.isfinite(a.center) and math.isfinite(b.center)):
+        return None
+    return Cost(a.center, b.center)
+
+
+def _strategies(run: Run, workload: str) -> list[str]:
+    """Strategies run on both sides of some pair (``none`` is the baseline, not a row)."""
+    found = []
+    for strategy in run.strategies:
+        if strategy == BASELINE:
+            continue
+        for ours, flink in PAIRS:
+            keys = (ScenarioKey(workload, ours, strategy), ScenarioKey(workload, flink, strategy))
+            if any(k in run.samples or k in run.not_applicable for k in keys):
+                found.append(strategy)
+                break
+    return found
+
+
+def comparisons(run: Run, workload: str) -> list[Comparison]:
+    """Every (strategy, measure, pair) of ``workload``, strategies in the run's order, then the
+    TTL-vs-no-TTL rows when the run has the workload without a TTL."""
+    pairs = [(o, f) for o, f in PAIRS if o in run.backends and f in run.backends]
+    rows: list[Comparison] = []
+    for strategy in _strategies(run, workload):
+        for metric, noun, unit in MEASURES:
+            for ours, flink in pairs:
+                sides = [
+                    _cost(run, ScenarioKey(workload, b, strategy),
+                          ScenarioKey(workload, b, BASELINE), metric)
+                    for b in (ours, flink)
+                ]
+                rows.append(Comparison(workload, ours, flink, strategy, metric, noun, unit,
+                                       *sides))
+    partner = no_ttl_partner(run, workload)
+    if partner is not None:
+        for metric, noun, unit in MEASURES:
+            for ours, flink in pairs:
+                sides = [
+                    _cost(run, ScenarioKey(workload, b, BASELINE),
+                          ScenarioKey(partner, b, BASELINE), metric)
+                    for b in (ours, flink)
+                ]
+                rows.append(Comparison(workload, ours, flink, TTL_ROW, metric, noun, unit,
+                                       *sides))
+    return rows
+
+
+def _kind(backend: str) -> str:
+    return "RocksDB" if "rocksdb" in backend else backend
+
+
+def _against(c: Comparison) -> str:
+    return "the no-TTL run's" if c.strategy == TTL_ROW else f"{BASELINE}'s"
+
+
+def _subject(c: Comparison) -> str:
+    return "TTL (none vs the same workload without TTL)" if c.strategy == TTL_ROW else c.strategy
+
+
+def _sentence(run: Run, c: Comparison) -> Sentence | None:
+    """A finding for one comparison: always when the two sides disagree, otherwise only when
+    both show a cost of at least :data:`NOTABLE` either way (a reproduced effect)."""
+    if c.mine is None or c.theirs is None or c.fold is None:
+        return None
+    a, b = c.mine.ratio, c.theirs.ratio
+    assert a is not None and b is not None  # fold is set only when both ratios are
+    notable = all(r <= 1 / NOTABLE or r >= NOTABLE for r in (a, b))
+    if not c.disagrees and not notable:
+        return None
+    s = Sentence(severity="warn" if c.disagrees else "info")
+    s.t(f"On {_kind(c.ours)}, ").b(_subject(c))
+    if c.metric == "records_per_s":
+        s.t(f" costs statebench {fmt_ratio(a)} of {_against(c)} throughput and Flink "
+            f"{fmt_ratio(b)}")
+    else:
+        s.t(f" keeps {c.noun} at {fmt_ratio(a)} of {_against(c)} on statebench and "
+            f"{fmt_ratio(b)} on Flink")
+    if not c.disagrees:
+        return s.t(": they agree.")
+    s.t(": they ").b(f"disagree by {fmt_ratio(c.fold)}").t(".")
+    if c.metric == STORED_ENTRIES and c.strategy != TTL_ROW:
+        _expired(run, c, s)
+    return s
+
+
+def _expired(run: Run, c: Comparison, s: Sentence) -> None:
+    """The expired entries each side left behind, which is where cleanup strategies differ;
+    the cause only where it is known (Flink's incremental cleanup on heap)."""
+    ours = stat(run, ScenarioKey(c.workload, c.ours, c.strategy), "expired_present_entries")
+    flink = stat(run, ScenarioKey(c.workload, c.flink, c.strategy), "expired_present_entries")
+    if ours is None or flink is None or ours.center == flink.center:
+        return
+    phrase = compare_phrase(ours.center, flink.center, "expired entries", "more", "fewer")
+    s.t(f" On statebench it leaves {phrase}{connector(ours.center, flink.center)}Flink "
+        f"({fmt_value(ours.center, 'entries')} vs {fmt_value(flink.center, 'entries')}, peak)")
+    base = c.strategy.split("(", 1)[0].strip()
+    if base == "incremental" and c.ours == "heap" and ours.center < flink.center:
+        s.t(f": {INCREMENTAL_HEAP_REASON}.")
+    else:
+        s.t(".")
+
+
+def fidelity_findings(run: Run, workload: str) -> list[Sentence]:
+    """Plain-words findings of one workload: every disagreement, and notable agreements."""
+    found = (_sentence(run, c) for c in comparisons(run, workload))
+    return [s for s in found if s is not None]
+
+
+def _cell(cost: Cost | None, unit: str, na: bool) -> str:
+    if cost is None:
+        text = "n/a" if na else MISSING
+        return f'<td class="{"na" if na else "num missing"}">{text}</td>'
+    detail = f"{fmt_value(cost.value, unit)} vs {fmt_value(cost.base, unit)}"
+    title = escape(f"exact ratio {cost.ratio:.6g}" if cost.ratio is not None else "base is 0")
+    return (f'<td class="num" title="{title}" data-ratio="{cost.ratio!r}">'
+            f'<span class="v">{escape(fmt_ratio(cost.ratio))}</span>'
+            f'<span class="spread">{escape(detail)}</span></td>')
+
+
+def _verdict(c: Comparison) -> str:
+    if c.fold is None:
+        return f'<td class="grey">{MISSING}</td>'
+    if c.disagrees:
+        return (f'<td class="different" data-verdict="disagree">disagree, '
+                f"{escape(fmt_ratio(c.fold))} apart</td>")
+    return f'<td data-verdict="agree">agree ({escape(fmt_ratio(c.fold))})</td>'
+
+
+def _na(run: Run, workload: str, backend: str, strategy: str) -> bool:
+    return strategy != TTL_ROW and ScenarioKey(workload, backend, strategy) in run.not_applicable
+
+
+def fidelity_table(run: Run, workload: str, rows: list[Comparison]) -> str:
+    """Strategy x measure rows; per pair: statebench's ratio, Flink's ratio, the verdict."""
+    pairs = list(dict.fromkeys((c.ours, c.flink) for c in rows))
+    head = '<th scope="col">strategy</th><th scope="col">cost measure</th>' + "".join(
+        f'<th scope="col">statebench {escape(o)}<span class="unit">ratio (value vs base)</span>'
+        f'</th><th scope="col" class="reference">{escape(backend_label(f))}<span class="unit">'
+        f'ratio (value vs base)</span></th><th scope="col">agreement<span class="unit">'
+        f"within {DISAGREE:g}{TIMES}</span></th>"
+        for o, f in pairs
+    )
+    body = []
+    by_row: dict[tuple[str, str], dict[tuple[str, str], Comparison]] = {}
+    for c in rows:
+        by_row.setdefault((c.strategy, c.metric), {})[(c.ours, c.flink)] = c
+    for (strategy, metric), cells in by_row.items():
+        first = next(iter(cells.values()))
+        what = f"{first.noun} / {'no TTL' if strategy == TTL_ROW else BASELINE}"
+        tds = []
+        for pair in pairs:
+            c = cells.get(pair)
+            if c is None:
+                tds.append(f'<td class="missing" colspan="3">{MISSING}</td>')
+                continue
+            tds.append(_cell(c.mine, c.unit, _na(run, workload, c.ours, strategy)))
+            tds.append(_cell(c.theirs, c.unit, _na(run, workload, c.flink, strategy)))
+            tds.append(_verdict(c))
+        body.append(f'<tr data-strategy="{escape(strategy)}" data-metric="{escape(metric)}">'
+                    f'<th scope="row">{escape(strategy)}</th><td>{escape(what)}</td>'
+                    + "".join(tds) + "</tr>")
+    return (f'<div class="scroll"><table class="stats fidelity" data-workload="{escape(workload)}"'
+            f' data-group="fidelity"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>")
+
+
+def fidelity_chart(run: Run, workload: str, rows: list[Comparison]) -> Chart | None:
+    """Grouped bars: backends on x (each Flink lane beside its statebench backend), one bar per
+    strategy (its report-wide colour), a panel per measure; the dashed line at 1 is no cost."""
+    measures = [m for m in MEASURES if any(c.metric == m[0] and (c.mine or c.theirs)
+                                           for c in rows)]
+    if not measures:
+        return None
+    backends = [b for pair in dict.fromkeys((c.ours, c.flink) for c in rows) for b in pair]
+    fig = make_subplots(rows=1, cols=len(measures), horizontal_spacing=0.08,
+                        subplot_titles=[f"{noun} relative to none" for _, noun, _ in measures])
+    colour = colours(run)
+    labels = [s for s in dict.fromkeys(c.strategy for c in rows)]
+    shown: set[str] = set()
+    for col, (metric, noun, _unit) in enumerate(measures, start=1):
+        for label in labels:
+            ys: list[float | None] = []
+            hover = []
+            for b in backends:
+                c = next((c for c in rows if c.strategy == label and c.metric == metric
+                          and b in (c.ours, c.flink)), None)
+                cost = None if c is None else (c.theirs if is_reference(b) else c.mine)
+                ys.append(None if cost is None else cost.ratio)
+                hover.append(f"{label} · {backend_label(b)}<br>{noun}: "
+                             + (MISSING if cost is None else
+                                f"{fmt_ratio(cost.ratio)} ({fmt_value(cost.value, c.unit)} vs "
+                                f"{fmt_value(cost.base, c.unit)})"))
+            if all(y is None for y in ys):
+                continue
+            ttl = label == TTL_ROW
+            fig.add_trace(
+                go.Bar(
+                    x=[backend_label(b) for b in backends],
+                    y=ys,
+                    name=label,
+                    legendgroup=label,
+                    showlegend=label not in shown,
+                    marker={"color": "#999999" if ttl else colour.get(label, "#333333"),
+                            "pattern": {"shape": "/" if ttl else ""}},
+                    meta={"kind": "ttl"} if ttl else None,
+                    hovertext=hover,
+                    hoverinfo="text",
+                ),
+                row=1,
+                col=col,
+            )
+            shown.add(label)
+        fig.add_hline(y=1.0, line={"color": "#555", "dash": "dash", "width": 1}, row=1, col=col)
+        fig.update_yaxes(tickformat=".3~g", ticksuffix=TIMES, rangemode="tozero", row=1, col=col)
+    if not fig.data:
+        return None
+    fig.update_layout(barmode="group", bargap=0.2, height=420, template="plotly_white",
+                      margin={"l": 60, "r": 20, "t": 60, "b": 60},
+                      legend={"title": {"text": "strategy"}})
+    strategies = [s for s in labels if s != TTL_ROW and s in shown]
+    return Chart(
+        f"fig-fidelity-{slug(workload)}",
+        f"Fidelity: statebench vs Flink — {workload}",
+        f"Each strategy's cost relative to {BASELINE} on the same backend (throughput: median "
+        "over repetitions; stored entries: peak over logical time), statebench's backends "
+        "beside Flink's (reference lanes). Bars at the dashed line cost nothing; where a bar "
+        f"is missing the strategy does not apply to that backend."
+        + (f" Hatched grey: {TTL_ROW}, the workload's {BASELINE} against the same workload "
+           "run without a TTL." if TTL_ROW in shown else ""),
+        fig,
+        strategies,
+    )
+
+
+def fidelity_workloads(run: Run) -> list[str]:
+    """Workloads with something to compare (a no-TTL partner alone has no strategy rows)."""
+    return [w for w in run.workloads if any(c.mine or c.theirs for c in comparisons(run, w))]
+
+
+def fidelity_charts(run: Run) -> list[Chart]:
+    """The fidelity plot of every workload that has one (for page assembly and tests)."""
+    made = (fidelity_chart(run, w, comparisons(run, w)) for w in fidelity_workloads(run))
+    return [c for c in made if c is not None]
+
+
+def fidelity_html(run: Run) -> str | None:
+    """The "Fidelity: statebench vs Flink" section body, or None when the run has no Flink
+    lane beside a statebench backend (the section is then left out)."""
+    if not has_reference_lanes(run):
+        return None
+    parts = [
+        f"<p>Each strategy's cost relative to <code>{BASELINE}</code> on the same backend, "
+        "statebench's heap against Flink's heap and statebench's RocksDB against Flink's "
+        f"RocksDB. Relative costs more than {DISAGREE:g}{TIMES} apart disagree.</p>"
+    ]
+    for workload in fidelity_workloads(run):
+        rows = comparisons(run, workload)
+        sentences = fidelity_findings(run, workload)
+        items = "".join(f'<li class="{s.severity}">{s.html}</li>' for s in sentences) or (
+            f"<li>statebench and Flink agree within {DISAGREE:g}{TIMES} on every strategy, "
+            "and no strategy costs much on either.</li>")
+        chart = fidelity_chart(run, workload, rows)
+        parts.append(
+            f'<h3>{escape(workload)}</h3><ul class="findings fidelity" '
+            f'data-workload="{escape(workload)}">{items}</ul>'
+            + fidelity_table(run, workload, rows)
+            + (chart_html(chart) if chart is not None else "")
+        )
+    return "\n".join(parts)
