@@ -31,9 +31,9 @@ from backends.snapshot.operator_state import OperatorStateBackend, OperatorState
 from backends.snapshot.writer import take_snapshot
 from backends.state import plain
 from backends.storage.spec import RawStateSpec
-from backends.ttl import states as ttl_states
 from backends.ttl.context import TtlContext
 from backends.ttl.migration import ttl_layout_transform
+from backends.ttl.states import ttl_state
 from backends.ttl_config import StateTtlConfig
 
 _EVENT_TIME = StateTtlConfig.TtlTimeCharacteristic.EventTime
@@ -97,10 +97,6 @@ class KeyedStateBackend:
     def set_event_time(self, timestamp_ms: int) -> None:
         """The timestamp of the record being processed: the clock of EventTime TTL states."""
         self.event_clock.set(timestamp_ms)
-
-    def _run_record_hooks(self) -> None:
-        for hook in self._record_hooks:
-            hook()
 
     def _install_timer_check(self) -> None:
         """One per-record hook for every timer index: each TTL clock is read once per record
@@ -235,7 +231,7 @@ class KeyedStateBackend:
             self._timer_indexes[desc.name] = index
             self._timer_clocks[desc.name] = clock
             self._install_timer_check()
-        return _ttl_state(desc, raw, ctx)
+        return ttl_state(desc, raw, ctx)
 
     def _hook(self, name: str, hook: Callable[[], None]) -> None:
         self._hooks_by_state.setdefault(name, []).append(hook)
@@ -416,15 +412,3 @@ def _plain_state(desc: d.StateDescriptor, raw: Any) -> Any:
     if isinstance(desc, d.AggregatingStateDescriptor):
         return plain.AggregatingState(raw, desc.type_info, desc.agg_function)
     return plain.ValueState(raw, desc.type_info)
-
-
-def _ttl_state(desc: d.StateDescriptor, raw: Any, ctx: TtlContext) -> Any:
-    if isinstance(desc, d.MapStateDescriptor):
-        return ttl_states.TtlMapState(raw, ctx, desc.key_type_info, desc.type_info)
-    if isinstance(desc, d.ListStateDescriptor):
-        return ttl_states.TtlListState(raw, ctx, desc.type_info)
-    if isinstance(desc, d.ReducingStateDescriptor):
-        return ttl_states.TtlReducingState(raw, ctx, desc.type_info, desc.reduce)
-    if isinstance(desc, d.AggregatingStateDescriptor):
-        return ttl_states.TtlAggregatingState(raw, ctx, desc.type_info, desc.agg_function)
-    return ttl_states.TtlValueState(raw, ctx, desc.type_info)

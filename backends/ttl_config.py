@@ -12,7 +12,8 @@ import datetime as _dt
 import enum
 from dataclasses import dataclass, replace
 
-INT64_MAX = (1 << 63) - 1
+from backends.types import INT64_MAX
+
 DEFAULT_INCREMENTAL_CLEANUP_SIZE = 5
 DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES = 1000
 DEFAULT_PERIODIC_COMPACTION_MS = 30 * 24 * 3600 * 1000

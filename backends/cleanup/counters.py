@@ -8,8 +8,11 @@ MECHANISMS = ("read", "incremental", "timer", "compaction_filter", "full_snapsho
 class CleanupCounters:
     """Units (values, list elements, map entries) removed per mechanism, plus cleanup lag.
 
-    Lag is `now - expiration_ts` at removal: how long an expired unit lingered physically.
-    Read-time cleanup lag is not tracked per unit (reads are the hot path); the others are.
+    Lag is `now - expiration` at removal: how long an expired unit lingered physically. Only
+    two mechanisms measure it, and only for some units: incremental cleanup for values (not
+    list elements or map entries), timer cleanup for values and map entries (not list
+    elements). Read-time cleanup does not (reads are the hot path), nor do the compaction
+    filter (RocksDB removes entries itself) and the full-snapshot filter.
     """
 
     __slots__ = ("compaction_filter", "full_snapshot", "incremental", "lag_count", "lag_max",

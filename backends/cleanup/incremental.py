@@ -10,95 +10,126 @@ Python dicts cannot be iterated while they change, so each lap of the iterator w
 the keys taken when the lap starts (Flink's synchronous-snapshot variant also copied keys: one
 reference per key of extra memory); a key deleted meanwhile is skipped without counting as
 examined (Flink's iterator never yields it), a key added meanwhile is visited on the next lap.
+
+This runs on every access, so a step is written to cost about what its `cleanup_size` dict
+lookups cost: the containers are fetched with one C-level `map`, and the common step (all of
+them still present, none expired) runs no Python loop beyond one pass over the timestamps.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
+from backends.cleanup.counters import CleanupCounters
 from backends.ttl.context import TtlContext
-from backends.ttl.expiry import INT64_MAX, NOW_INFINITY, filter_list
+from backends.ttl.expiry import expiry_cutoff, live_elements
 
 
 class IncrementalCleanup:
     """The lazy global iterator of one heap TTL state; `step()` is the access callback."""
 
+    __slots__ = ("_clean", "_counters", "_get", "_keys", "_now_fn", "_pos", "_size", "_table",
+                 "_ttl")
+
     def __init__(self, raw: Any, ctx: TtlContext, cleanup_size: int) -> None:
         self._table: dict = raw.table
+        self._get = raw.table.get
         self._ttl = ctx.ttl
         self._now_fn = ctx.now
         self._counters = ctx.counters
         self._size = cleanup_size
-        self._shape = raw.spec.shape
+        self._clean: Callable[[dict, list, list, int, CleanupCounters], None] = _CLEANERS[
+            raw.spec.shape
+        ]
         self._keys: list = []
         self._pos = 0
 
     def step(self) -> None:
         """Examine the next `cleanup_size` entries still present (fewer only if the state has
         fewer), starting a new lap over the current keys at most once per step."""
-        pos, size, keys, table = self._pos, self._size, self._keys, self._table
-        end = pos + size
-        batch = keys[pos:end]
-        if len(batch) == size and all(k in table for k in batch):
+        pos = self._pos
+        end = pos + self._size
+        batch = self._keys[pos:end]
+        containers = list(map(self._get, batch))  # None: deleted since the lap started
+        if len(batch) == self._size and None not in containers:
             self._pos = end  # the common case: the lap has cleanup_size live keys left
         else:
-            batch = [k for k in batch if k in table]
-            pos = min(end, len(keys))
-            lapped, seen = False, set(batch)
-            while len(batch) < size:
-                if pos >= len(keys):
-                    if lapped or not table:
-                        break
-                    keys, pos, lapped = list(table), 0, True
-                    self._keys = keys
-                key = keys[pos]
-                pos += 1
-                if key in table and key not in seen:
-                    batch.append(key)
-                    seen.add(key)
-            self._pos = pos
+            batch = self._refill(batch, containers, end)
             if not batch:
                 return
-        now = self._now_fn()
-        self._clean(batch, NOW_INFINITY if now >= INT64_MAX else now)
+            containers = list(map(self._get, batch))
+        cutoff = expiry_cutoff(self._now_fn(), self._ttl)
+        self._clean(self._table, batch, containers, cutoff, self._counters)
 
-    def _clean(self, keys: list, now: int) -> None:
-        table, counters, shape, ttl = self._table, self._counters, self._shape, self._ttl
-        removed = 0
-        if shape == "value":
-            for key in keys:
-                container = table.get(key)
-                if container is not None and container[1] + ttl <= now:
-                    del table[key]
-                    removed += 1
-                    counters.add_lag(now - container[1] - ttl)
-            if removed:
-                counters.incremental += removed
-            return
-        for key in keys:
-            container = table.get(key)
-            if container is None:
-                continue
-            if shape == "value":
-                if container[1] + ttl <= now:
-                    del table[key]
-                    removed += 1
-                    counters.add_lag(now - container[1] - ttl)
-            elif shape == "list":
-                kept = filter_list(container, ttl, now, prefix_only=False)
-                if len(kept) != len(container):
-                    removed += len(container) - len(kept)
-                    if kept:
-                        table[key] = kept
-                    else:
-                        del table[key]
-            else:
-                expired = [uk for uk, s in container.items() if s[1] + ttl <= now]
-                if expired:
-                    removed += len(expired)
-                    if len(expired) == len(container):
-                        del table[key]
-                    else:
-                        for uk in expired:
-                            del container[uk]
+    def _refill(self, batch: list, containers: list, end: int) -> list:
+        """The step's keys when the lap runs out or some keys went away: the present ones,
+        then further keys of the lap, then (once) of a new lap over the current keys."""
+        table, size, keys = self._table, self._size, self._keys
+        batch = [k for k, c in zip(batch, containers) if c is not None]
+        pos = min(end, len(keys))
+        lapped, seen = False, set(batch)
+        while len(batch) < size:
+            if pos >= len(keys):
+                if lapped or not table:
+                    break
+                keys, pos, lapped = list(table), 0, True
+                self._keys = keys
+            key = keys[pos]
+            pos += 1
+            if key in table and key not in seen:
+                batch.append(key)
+                seen.add(key)
+        self._pos = pos
+        return batch
+
+
+def _clean_values(
+    table: dict, keys: list, containers: list, cutoff: int, counters: CleanupCounters
+) -> None:
+    removed = 0
+    for key, stored in zip(keys, containers):
+        if stored[1] <= cutoff:
+            del table[key]
+            removed += 1
+            counters.add_lag(cutoff - stored[1])
+    if removed:
         counters.incremental += removed
+
+
+def _clean_lists(
+    table: dict, keys: list, containers: list, cutoff: int, counters: CleanupCounters
+) -> None:
+    removed = 0
+    for key, elements in zip(keys, containers):
+        if not elements or min(map(_TS, elements)) > cutoff:
+            continue  # nothing expired (a C-level pass, no list built)
+        kept = live_elements(elements, cutoff)
+        removed += len(elements) - len(kept)
+        if kept:
+            table[key] = kept
+        else:
+            del table[key]
+    counters.incremental += removed
+
+
+def _clean_maps(
+    table: dict, keys: list, containers: list, cutoff: int, counters: CleanupCounters
+) -> None:
+    removed = 0
+    for key, entries in zip(keys, containers):
+        if not entries or min(map(_TS, entries.values())) > cutoff:
+            continue
+        expired = [uk for uk, stored in entries.items() if stored[1] <= cutoff]
+        removed += len(expired)
+        if len(expired) == len(entries):
+            del table[key]
+        else:
+            for uk in expired:
+                del entries[uk]
+    counters.incremental += removed
+
+
+_TS = itemgetter(1)  # a stored unit's last-access timestamp
+_CLEANERS = {"value": _clean_values, "list": _clean_lists, "map": _clean_maps}

@@ -13,13 +13,12 @@ early.
 from __future__ import annotations
 
 import heapq
+import math
 from typing import Any
 
 from backends.storage.base import ABSENT
 from backends.ttl.context import TtlContext
-from backends.ttl.expiry import INT64_MAX, NOW_INFINITY, filter_list
-
-INFINITY = NOW_INFINITY
+from backends.ttl.expiry import effective_now, expiry_cutoff, live_elements
 
 
 class ExpiryIndex:
@@ -34,7 +33,7 @@ class ExpiryIndex:
         self._shape = raw.spec.shape
         self._buckets: dict[int, list] = {}
         self._times: list[int] = []
-        self.next_due = INFINITY
+        self.next_due: float = math.inf  # the earliest bucket's time; inf when none
         self.registered = 0
 
     def __len__(self) -> int:
@@ -56,40 +55,41 @@ class ExpiryIndex:
     def fire(self) -> int:
         """Remove every unit whose expiration passed; returns the number of units removed."""
         now = self._now_fn()
-        if now >= INT64_MAX:
-            now = INFINITY
+        due_by, cutoff = effective_now(now), expiry_cutoff(now, self._ttl)
         removed = 0
         times, buckets = self._times, self._buckets
-        while times and times[0] <= now:
+        while times and times[0] <= due_by:
             due = heapq.heappop(times)
             for item in buckets.pop(due):
-                removed += self._expire(item, now)
-        self.next_due = times[0] if times else INFINITY
+                removed += self._expire(item, cutoff)
+        self.next_due = times[0] if times else math.inf
         self._counters.timer += removed
         return removed
 
-    def _expire(self, item: Any, now: int) -> int:
-        raw, ttl = self._raw, self._ttl
+    def _expire(self, item: Any, cutoff: int) -> int:
+        """Re-read one registered unit and remove it if it really expired (a unit rewritten
+        since its registration is not): the units removed."""
+        raw = self._raw
         if self._shape == "value":
             stored = raw.ref_get(item)
-            if stored is not None and stored[1] + ttl <= now:
+            if stored is not None and stored[1] <= cutoff:
                 raw.ref_delete(item)
-                self._counters.add_lag(now - stored[1] - ttl)
+                self._counters.add_lag(cutoff - stored[1])
                 return 1
             return 0
         if self._shape == "list":
             stored = raw.ref_get(item)
             if not stored:
                 return 0
-            kept = filter_list(stored, ttl, now, prefix_only=False)
+            kept = live_elements(stored, cutoff)
             if len(kept) == len(stored):
                 return 0
             raw.ref_put(item, kept)
             return len(stored) - len(kept)
         ref, user_key = item
         stored = raw.ref_get_entry(ref, user_key)
-        if stored is ABSENT or stored[1] + ttl > now:
+        if stored is ABSENT or stored[1] > cutoff:
             return 0
         raw.ref_remove_entries(ref, (user_key,))
-        self._counters.add_lag(now - stored[1] - ttl)
+        self._counters.add_lag(cutoff - stored[1])
         return 1

@@ -138,24 +138,6 @@ class RocksRawValue(_RocksRaw):
     def _decode_container(self, data: bytes) -> Any:
         return self.decode(data)
 
-    def stamped_writer(self, check: Any, now: Any) -> Any:
-        """`write(v)` storing `(check(v), now())` for the current key, or deleting it when v is
-        None (see the heap twin)."""
-        backend, put, delete = self._b, self._put, self._delete
-        encode, name = self.encode, self.name
-
-        def write(value: Any) -> None:
-            prefix = backend._cur_prefix
-            if prefix is None:
-                raise NoCurrentKeyError(name)
-            if value is None:
-                delete(prefix)
-            else:
-                put(prefix, encode((check(value), now())))
-
-        return write
-
-
 
 class RocksRawList(_RocksRaw):
     """Current key -> the concatenated encoded elements; add is read, append bytes, write."""
@@ -206,7 +188,6 @@ class RocksRawList(_RocksRaw):
 
     def _decode_container(self, data: bytes) -> list:
         return self.codec.decode_all(data)
-
 
 
 class RocksRawMap(_RocksRaw):

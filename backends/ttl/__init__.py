@@ -1,7 +1,12 @@
 """TTL as one layer over any backend's raw storage (Flink's runtime/state/ttl, in Python).
 
 A TTL state stores `(user_value, last_access_ts)` units in the backend's raw state and applies
-Flink's rules on every access: expiry at `last_access + ttl <= now` (with the overflow clamp),
-delete-on-read under both visibilities, refresh on read for OnReadAndWrite, per-element TTL for
-lists and per-entry TTL for maps, and the reducing/aggregating merge rules.
+Flink's rules on every access (flink-ttl-facts.md, in ../shared/design/). Each rule is written
+once: the expiry rule with its overflow clamp in `expiry.py`; the read path (delete-on-read
+under both visibilities, refresh on read for OnReadAndWrite), per-element list and per-entry
+map TTL and the reducing/aggregating merge rule in `states.py`; switching TTL on or off for
+restored data in `migration.py`; what a state derives from its config in `context.py`.
+
+Section marks (§1.2, ...) here and in backends/cleanup refer to
+../shared/design/flink-ttl-facts.md, outside this repository.
 """

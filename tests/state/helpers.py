@@ -89,3 +89,21 @@ def aggregating_desc(cfg: B.StateTtlConfig | None = None,
     if cfg is not None:
         desc.enable_time_to_live(cfg)
     return desc
+
+
+FOREVER_MS = 1 << 62
+
+
+def stored_now(backend, desc) -> object:
+    """What the current key physically holds in `desc`'s state, seen through the state API:
+    the state re-registered with a TTL so long that no stored unit counts as expired (Flink
+    applies the TTL in use to the stored last-access times, flink-ttl-facts §1.1), read once.
+    A list comes back as a list, a map as a dict, a value as the value. Re-registering drops
+    the old registration's cleanup hooks, so a test calls this last."""
+    cfg = ttl(FOREVER_MS)
+    if isinstance(desc, B.MapStateDescriptor):
+        view = map_desc(cfg, desc.name, desc.key_type_info, desc.type_info)
+        return dict(backend.get_map_state(view).items())
+    if isinstance(desc, B.ListStateDescriptor):
+        return list(backend.get_list_state(list_desc(cfg, desc.name, desc.type_info)).get())
+    return backend.get_state(value_desc(cfg, desc.name, desc.type_info)).value()

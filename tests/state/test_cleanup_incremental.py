@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.state.helpers import list_desc, map_desc, ttl, value_desc
+from tests.state.helpers import list_desc, map_desc, stored_now, ttl, value_desc
 
 
 def fill(backend, state, n: int) -> None:
@@ -65,11 +65,14 @@ def test_lists_and_maps_lose_expired_units_and_whole_containers(make_backend, cl
     backend.set_current_key("other")
     assert list(lst.get()) == []
     assert dict(mp.items()) == {}
-    raw_l, raw_m = backend.raw_state("l"), backend.raw_state("m")
-    assert raw_l.ref_get("partial") == [(2, 60)]
-    assert raw_l.ref_get("full") is None
-    assert set(raw_m.ref_get("partial")) == {"new"}
-    assert raw_m.ref_get("full") is None
+    counts = backend.cleanup_counts()
+    assert counts["l"]["incremental"] == 2 and counts["m"]["incremental"] == 2
+    assert counts["l"]["read"] == 0 and counts["m"]["read"] == 0
+    # "full" lost its only unit and is gone; "partial" kept its unexpired one.
+    assert backend.physical_entries("l") == 1 and backend.physical_entries("m") == 1
+    backend.set_current_key("partial")
+    assert stored_now(backend, list_desc()) == [2]
+    assert stored_now(backend, map_desc()) == {"new": 2}
 
 
 def test_default_background_cleanup_is_incremental_on_heap(make_backend, clock) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.state.helpers import ORW, RETURN, list_desc, ttl
+from tests.state.helpers import ORW, RETURN, list_desc, stored_now, ttl
 
 
 def test_per_element_expiry(backend, clock) -> None:
@@ -16,7 +16,8 @@ def test_per_element_expiry(backend, clock) -> None:
     clock.set(120)
     assert list(state.get()) == [2, 3]
     # OnCreateAndWrite: a partially expired read does not remove the expired element.
-    assert len(backend.raw_state("l").ref_get(backend.raw_state("l").current_ref())) == 3
+    assert backend.cleanup_counts()["l"]["read"] == 0
+    assert stored_now(backend, list_desc()) == [1, 2, 3]
 
 
 def test_fully_expired_list_is_cleared_only_when_iterated_to_the_end(backend, clock) -> None:
@@ -48,10 +49,10 @@ def test_on_read_and_write_rewrites_only_unexpired(backend, clock) -> None:
     state.add(2)
     clock.set(120)
     assert list(state.get()) == [2]
-    raw = backend.raw_state("l")
-    assert raw.ref_get(raw.current_ref()) == [(2, 120)]  # expired dropped, survivor re-stamped
-    clock.set(219)
+    assert backend.cleanup_counts()["l"]["read"] == 1  # the expired element was dropped
+    clock.set(219)  # the survivor was re-stamped at 120: still visible (its write was at 50)
     assert list(state.get()) == [2]
+    assert stored_now(backend, list_desc()) == [2]
 
 
 def test_orw_fully_expired_list_is_not_rewritten(backend, clock) -> None:

@@ -160,15 +160,26 @@ def test_string_and_record_values(backend, clock) -> None:
     assert r.value() == {"id": 1, "name": None, "score": 2.0}
 
 
-def test_wall_clock_ttl_on_heap(make_backend) -> None:
-    """The heap's stamped writer reads statebench's manual clocks directly; any other clock
-    (here the wall clock) goes through now()."""
-    backend = make_backend("heap", B.SystemClock())
-    state = backend.get_state(value_desc(ttl(60_000)))
+class _TickClock:
+    """A clock of the caller's own (any object with now() -> int ms), not one of statebench's."""
+
+    def __init__(self) -> None:
+        self.ms = 0
+
+    def now(self) -> int:
+        return self.ms
+
+
+@pytest.mark.parametrize("typ", [B.Types.LONG(), B.Types.STRING()])
+def test_any_clock_object_stamps_writes(make_backend, kind, typ) -> None:
+    clock = _TickClock()
+    backend = make_backend(kind, clock)
+    state = backend.get_state(value_desc(ttl(100), typ=typ))
     backend.set_current_key("k")
-    before = B.SystemClock().now()
-    state.update(3)
-    raw = backend.raw_state("v")
-    stored = raw.ref_get(raw.current_ref())
-    assert stored[0] == 3 and before <= stored[1] <= B.SystemClock().now()
-    assert state.value() == 3
+    clock.ms = 40
+    value = 3 if typ == B.Types.LONG() else "x"
+    state.update(value)
+    clock.ms = 139
+    assert state.value() == value
+    clock.ms = 140  # written at 40: expired at 40 + 100
+    assert state.value() is None
