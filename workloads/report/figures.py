@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -85,6 +86,16 @@ class Chart:
     figure: go.Figure
     strategies: list[str] = field(default_factory=list)
 
+
+
+def _add_trace(fig: go.Figure, trace: Any, row: int, col: int, strategy: str, shown: set[str],
+               strategies: list[str]) -> None:
+    """Add one strategy's trace to a facet; its legend entry shows once (`shown`) and the
+    strategies drawn are collected in order (`strategies`, the chart's data-strategies)."""
+    fig.add_trace(trace, row=row, col=col)
+    shown.add(strategy)
+    if strategy not in strategies:
+        strategies.append(strategy)
 
 def slug(text: str) -> str:
     """A stable, id-safe form of a workload name ("ycsb-a" stays "ycsb-a")."""
@@ -201,7 +212,8 @@ def state_chart(run: Run, workload: str) -> Chart | None:
                 samples = run.get(key, metric)
                 if key.backend != backend or samples is None or samples.kind != "series":
                     continue
-                fig.add_trace(
+                _add_trace(
+                    fig,
                     go.Scatter(
                         x=samples.times_ms / divisor,
                         y=samples.values,
@@ -213,12 +225,12 @@ def state_chart(run: Run, workload: str) -> Chart | None:
                         hovertemplate=f"%{{y:.3s}} {unit} at %{{x:.4g}}"
                         f"<extra>{key.strategy} · {backend}</extra>",
                     ),
-                    row=r,
-                    col=c,
+                    r,
+                    c,
+                    key.strategy,
+                    shown,
+                    strategies,
                 )
-                shown.add(key.strategy)
-                if key.strategy not in strategies:
-                    strategies.append(key.strategy)
                 if metric in marked:
                     legend_shown = _compaction_markers(
                         fig, run, key, samples, divisor, (r, c), legend_shown)
@@ -320,7 +332,8 @@ def perf_chart(run: Run, workload: str) -> Chart | None:
                 hover.append(_bar_hover(metric, unit, key, run))
             if all(y is None for y in ys):
                 continue
-            fig.add_trace(
+            _add_trace(
+                fig,
                 go.Bar(
                     x=[backend_label(b) for b in backends],
                     y=ys,
@@ -339,12 +352,12 @@ def perf_chart(run: Run, workload: str) -> Chart | None:
                     hovertext=hover,
                     hoverinfo="text",
                 ),
-                row=1,
-                col=c,
+                1,
+                c,
+                strategy,
+                shown,
+                strategies,
             )
-            shown.add(strategy)
-            if strategy not in strategies:
-                strategies.append(strategy)
     if not strategies:
         return None
     fig.update_layout(barmode="group", bargap=0.25)
@@ -379,7 +392,8 @@ def checkpoint_chart(run: Run, workload: str) -> Chart | None:
                 samples = run.get(key, metric)
                 if samples is None:
                     continue
-                fig.add_trace(
+                _add_trace(
+                    fig,
                     go.Scatter(
                         x=samples.steps,
                         y=samples.values,
@@ -392,12 +406,12 @@ def checkpoint_chart(run: Run, workload: str) -> Chart | None:
                         hovertemplate=f"checkpoint %{{x}}: %{{y:.3s}}B {label}"
                         f"<extra>{key.strategy} · {backend}</extra>",
                     ),
-                    row=1,
-                    col=c,
+                    1,
+                    c,
+                    key.strategy,
+                    shown,
+                    strategies,
                 )
-                shown.add(key.strategy)
-                if key.strategy not in strategies:
-                    strategies.append(key.strategy)
     if not strategies:
         return None
     fig.update_xaxes(title_text="checkpoint id", dtick=1)
@@ -539,7 +553,8 @@ def rocksdb_chart(run: Run, workload: str) -> Chart | None:
                 samples = run.get(key, metric)
                 if samples is None or samples.kind != "series":
                     continue
-                fig.add_trace(
+                _add_trace(
+                    fig,
                     go.Scatter(
                         x=samples.times_ms / divisor,
                         y=samples.values,
@@ -552,12 +567,12 @@ def rocksdb_chart(run: Run, workload: str) -> Chart | None:
                         hovertemplate=f"{label}: %{{y:.3s}} at %{{x:.4g}}"
                         f"<extra>{key.strategy} · {backend}</extra>",
                     ),
-                    row=r,
-                    col=c,
+                    r,
+                    c,
+                    key.strategy,
+                    shown,
+                    strategies,
                 )
-                shown.add(key.strategy)
-                if key.strategy not in strategies:
-                    strategies.append(key.strategy)
     if not strategies:
         return None
     fig.update_xaxes(title_text=xlabel, row=n_rows)
@@ -601,7 +616,8 @@ def checkpoint_time_chart(run: Run, workload: str) -> Chart | None:
                 if samples is None:
                     continue
                 ids = [str(int(step)) for step in samples.steps]
-                fig.add_trace(
+                _add_trace(
+                    fig,
                     go.Bar(
                         x=[[key.strategy] * len(ids), ids],
                         y=samples.values,
@@ -617,12 +633,12 @@ def checkpoint_time_chart(run: Run, workload: str) -> Chart | None:
                         hovertemplate=f"checkpoint %{{x}}: {label} %{{y:.3s}} ms"
                         f"<extra>{key.strategy} · {backend}</extra>",
                     ),
-                    row=1,
-                    col=c,
+                    1,
+                    c,
+                    key.strategy,
+                    shown,
+                    strategies,
                 )
-                shown.add(key.strategy)
-                if key.strategy not in strategies:
-                    strategies.append(key.strategy)
     if not strategies:
         return None
     fig.update_layout(barmode="stack", bargap=0.15)
