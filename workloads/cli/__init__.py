@@ -86,6 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = "" if verbose else " (--verbose shows where)"
         return _fail(f"{exc}{hint}", verbose)
     except KeyboardInterrupt:
+        tempdirs.remove_all()
         return _fail("interrupted; temporary folders removed", verbose, status=130)
 
 

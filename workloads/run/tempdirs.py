@@ -7,8 +7,11 @@ ends, however it ends:
 * normal exit and exceptions: the code that made a folder removes it (``remove`` in a
   ``finally``, or :func:`temp_dir`), and an ``atexit`` hook removes whatever is still listed;
 * SIGTERM and SIGINT: :func:`install_signal_handlers` (called by the CLI, in the main thread)
-  removes the listed folders, then ends the process as the signal would (``SystemExit(143)`` for
-  SIGTERM, ``KeyboardInterrupt`` for SIGINT, so ``finally`` blocks still run);
+  ends the process as the signal would (``SystemExit(143)`` for SIGTERM, ``KeyboardInterrupt``
+  for SIGINT), so ``finally`` blocks run first and close the RocksDB databases that live in these
+  folders; the CLI and the ``atexit`` hook then remove what is still listed. Deleting a folder
+  under an open database instead makes its close fail (it flushes into a folder that is gone)
+  and turns a clean interrupt into a crash;
 * ``kill -9``, a crashed JVM or executor: nothing in the process can run, so every folder's name
   carries its owner, ``pid<PID>.<START>_`` (``START`` = the owner's start time, whole seconds
   since the epoch), and :func:`sweep` (called at start-up) removes the folders whose owner is no
@@ -113,14 +116,13 @@ def _install_atexit() -> None:
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
-    remove_all()
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise SystemExit(128 + signum)
 
 
 def install_signal_handlers() -> bool:
-    """Remove the tracked folders on SIGTERM/SIGINT, then end as the signal would.
+    """End as the signal would on SIGTERM/SIGINT; the folders go as the process unwinds.
 
     Only from the main thread, and only where the handler is still Python's default (a host
     program that handles these signals itself keeps its handlers). Returns whether installed.
