@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from backends import descriptors as d
-from backends.cleanup.counters import CleanupCounters
+from backends.cleanup.counters import LAG_MECHANISMS, CleanupCounters, LagHistogram, merge_buckets
 from backends.cleanup.timers import ExpiryIndex
 from backends.clocks import EventTimeClock, SystemClock
 from backends.errors import StateMigrationError
@@ -274,6 +274,19 @@ class KeyedStateBackend:
     def cleanup_counts(self) -> dict[str, dict[str, int | float]]:
         """Units removed per state and mechanism (read, incremental, timer, ...)."""
         return {name: c.as_dict() for name, c in sorted(self._counters.items())}
+
+    def cleanup_lags(self) -> dict[str, LagHistogram]:
+        """Per mechanism that measures it, the cleanup lag of every state together (a new,
+        folded histogram; mechanisms that removed nothing are left out)."""
+        out: dict[str, LagHistogram] = {}
+        for mechanism in LAG_MECHANISMS:
+            parts = [c.lags[mechanism] for c in self._counters.values()]
+            merged = LagHistogram()
+            merged.buckets = merge_buckets(h.snapshot() for h in parts)
+            merged.max = max((h.max for h in parts), default=0)
+            if merged.buckets:
+                out[mechanism] = merged
+        return out
 
     def counters(self, name: str) -> CleanupCounters:
         return self._counters.setdefault(name, CleanupCounters())

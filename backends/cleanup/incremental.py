@@ -93,7 +93,7 @@ def _clean_values(
         if stored[1] <= cutoff:
             del table[key]
             removed += 1
-            counters.add_lag(cutoff - stored[1])
+            counters.lags["incremental"].record(cutoff - stored[1])
     if removed:
         counters.incremental += removed
 
@@ -107,6 +107,7 @@ def _clean_lists(
             continue  # nothing expired (a C-level pass, no list built)
         kept = live_elements(elements, cutoff)
         removed += len(elements) - len(kept)
+        counters.lags["incremental"].record_many(cutoff - ts for _, ts in elements if ts <= cutoff)
         if kept:
             table[key] = kept
         else:
@@ -123,6 +124,7 @@ def _clean_maps(
             continue
         expired = [uk for uk, stored in entries.items() if stored[1] <= cutoff]
         removed += len(expired)
+        counters.lags["incremental"].record_many(cutoff - entries[uk][1] for uk in expired)
         if len(expired) == len(entries):
             del table[key]
         else:

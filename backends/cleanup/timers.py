@@ -74,7 +74,7 @@ class ExpiryIndex:
             stored = raw.ref_get(item)
             if stored is not None and stored[1] <= cutoff:
                 raw.ref_delete(item)
-                self._counters.add_lag(cutoff - stored[1])
+                self._counters.lags["timer"].record(cutoff - stored[1])
                 return 1
             return 0
         if self._shape == "list":
@@ -85,11 +85,13 @@ class ExpiryIndex:
             if len(kept) == len(stored):
                 return 0
             raw.ref_put(item, kept)
+            lags = (cutoff - ts for _, ts in stored if ts <= cutoff)
+            self._counters.lags["timer"].record_many(lags)
             return len(stored) - len(kept)
         ref, user_key = item
         stored = raw.ref_get_entry(ref, user_key)
         if stored is ABSENT or stored[1] > cutoff:
             return 0
         raw.ref_remove_entries(ref, (user_key,))
-        self._counters.add_lag(cutoff - stored[1])
+        self._counters.lags["timer"].record(cutoff - stored[1])
         return 1

@@ -38,7 +38,13 @@ from backends.snapshot.parts import (
     write_operator_states,
 )
 from backends.snapshot.specs import spec_to_json
-from backends.ttl.expiry import count_units, effective_now, filter_container
+from backends.ttl.expiry import (
+    count_units,
+    effective_now,
+    expiry_cutoff,
+    filter_container,
+    unit_timestamps,
+)
 from backends.ttl_config import StateTtlConfig
 
 MODES = ("full", "incremental")
@@ -179,7 +185,12 @@ def _cleanup(backend: Any, name: str, spec: Any, ttl_now: tuple[int, int], keys:
             dropped.append({k: v for k, v in c.items() if k not in part})
     units = sum(count_units(shape, c) for c in dropped)
     if units:
-        backend.counters(name).full_snapshot += units
+        counters = backend.counters(name)
+        counters.full_snapshot += units
+        cutoff = expiry_cutoff(now, ttl)  # lag: how long each unit was expired at the snapshot
+        for c in dropped:
+            counters.lags["full_snapshot"].record_many(
+                cutoff - ts for ts in unit_timestamps(shape, c))
         stats.entries_filtered += units
         stats.entries_filtered_per_state[name] = units
         left_out = encode_containers(spec, dropped_keys, dropped, backend.max_parallelism)

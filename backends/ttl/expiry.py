@@ -87,3 +87,11 @@ def count_units(shape: str, container: Any) -> int:
     if container is None:
         return 0
     return 1 if shape == "value" else len(container)
+
+
+def unit_timestamps(shape: str, container: Any) -> list[int]:
+    """The last-access timestamps of a container's units (cleanup lag is measured per unit)."""
+    if shape == "value":
+        return [container[1]]
+    units = container if shape == "list" else container.values()
+    return [ts for _, ts in units]

@@ -47,6 +47,7 @@ class _TtlState:
         self._refresh = ctx.refresh_on_read
         self._return_expired = ctx.return_expired
         self._counters = ctx.counters
+        self._read_lags = ctx.counters.lags["read"]
         self._access = ctx.on_access
         self._timers = ctx.timers
         self._check = value_type.check
@@ -68,7 +69,10 @@ class _TtlState:
             now = self._now_fn()
             cutoff = expiry_cutoff(now, self._ttl)
         if stored[1] <= cutoff:  # type: ignore[operator]
-            self._counters.read += self._delete_unit(ref, user_key)
+            removed = self._delete_unit(ref, user_key)
+            if removed:
+                self._counters.read += removed
+                self._read_lags.record(cutoff - stored[1])  # type: ignore[operator]
             return stored[0] if self._return_expired else ABSENT
         if self._refresh:
             self._rewrite_unit(ref, user_key, (stored[0], now))
@@ -174,6 +178,7 @@ def _value_reader_no_hooks(raw: Any, ctx: TtlContext) -> Callable[[], Any]:
     raw_value, raw_update, raw_clear = raw.value, raw.update, raw.clear
     now_fn, ttl, refresh = ctx.now, ctx.ttl, ctx.refresh_on_read
     return_expired, counters = ctx.return_expired, ctx.counters
+    read_lags = counters.lags["read"]
 
     def value() -> Any:
         stored = raw_value()
@@ -183,6 +188,7 @@ def _value_reader_no_hooks(raw: Any, ctx: TtlContext) -> Callable[[], Any]:
         if stored[1] + ttl <= now or now >= INT64_MAX:  # expiry.expired_inline, inlined
             raw_clear()
             counters.read += 1
+            read_lags.record(now - ttl - stored[1])
             return stored[0] if return_expired else None
         if refresh:
             raw_update((stored[0], now))
@@ -289,7 +295,7 @@ class TtlListView:
                 yield value
         if not any_unexpired and not self._cleared and self._stored:
             self._cleared = True
-            state._clear_fully_expired(self._ref, self._stored)
+            state._clear_fully_expired(self._ref, self._stored, cutoff)
 
 
 class TtlListState(_TtlState):
@@ -313,7 +319,9 @@ class TtlListState(_TtlState):
         back stamped with now, in one update, if there is any; the expired ones are dropped."""
         refreshed = [(v, now) for v, ts in stored if ts > cutoff]
         if refreshed:
-            self._counters.read += len(stored) - len(refreshed)
+            if len(refreshed) < len(stored):
+                self._counters.read += len(stored) - len(refreshed)
+                self._read_lags.record_many(cutoff - ts for _, ts in stored if ts <= cutoff)
             self._raw.update(refreshed)
             if self._timers is not None:
                 self._register(now, ref)
@@ -326,11 +334,12 @@ class TtlListState(_TtlState):
     def _rewrite_unit(self, ref: Any, user_key: Any, unit: tuple) -> None:
         """Nothing per element: `_refresh_list` rewrote the whole list."""
 
-    def _clear_fully_expired(self, ref: Any, stored: list) -> None:
+    def _clear_fully_expired(self, ref: Any, stored: list, cutoff: int) -> None:
         current = self._raw.ref_get(ref)
         if current is not None and len(current) == len(stored):
             self._raw.ref_delete(ref)
             self._counters.read += len(stored)
+            self._read_lags.record_many(cutoff - ts for _, ts in stored)
 
     def add(self, value: Any) -> None:
         if self._access is not None:

@@ -23,7 +23,9 @@ from workloads.run.source import keyed_table
 BACKEND_INDEPENDENT = frozenset(
     {"records", "live_entries", "expired_present_entries", "logical_bytes",
      "cleanup_removed_read", "cleanup_removed_timer", "cleanup_removed_full_snapshot",
-     "expired_returned"}
+     "expired_returned",
+     *(f"cleanup_lag_{m}_{stat}_ms" for m in ("read", "timer", "full_snapshot")
+       for stat in ("p50", "p99", "max"))}
 )
 
 
@@ -84,6 +86,20 @@ def test_strategies_behave_as_documented(tmp_path: Path) -> None:
     assert values(rows, "cleanup_removed_full_snapshot", "ycsb-a/heap/full_snapshot")[0] > 0
     assert values(rows, "cleanup_removed_timer", "ycsb-a/heap/timer")[0] > 1_000
     assert values(rows, "restore_ms", "ycsb-a/heap/none")  # the last checkpoint was restored
+
+    def lag(mechanism: str, stat: str, strategy: str) -> float:
+        return values(rows, f"cleanup_lag_{mechanism}_{stat}_ms", f"ycsb-a/heap/{strategy}")[0]
+
+    # cleanup lag, per mechanism: timers remove at expiry (within a record's spacing); the
+    # incremental walk removes later; read-time cleanup waits for the next read of a key
+    for strategy, mechanism in (("timer", "timer"), ("incremental(5, false)", "incremental"),
+                                ("full_snapshot", "full_snapshot"), ("none", "read")):
+        p50, p99, top = (lag(mechanism, st, strategy) for st in ("p50", "p99", "max"))
+        assert 0 <= p50 <= p99 <= top, strategy
+    assert lag("timer", "max", "timer") <= 1
+    assert lag("incremental", "p50", "incremental(5, false)") > lag("timer", "p99", "timer")
+    assert lag("read", "p50", "none") > lag("incremental", "p50", "incremental(5, false)")
+    assert not values(rows, "cleanup_lag_timer_p50_ms", "ycsb-a/heap/none")  # none removed
     for strategy in ("none", "timer"):
         scen = f"ycsb-a/heap/{strategy}"
         assert values(rows, "records", scen)[0] == 30_000

@@ -8,7 +8,7 @@ import pytest
 
 import backends as B
 from workloads.run.metrics import (
-    LAG_COUNT,
+    LAG_BUCKET,
     LATENCY_BUCKET,
     METRIC_SCHEMA,
     LatencyBuckets,
@@ -76,12 +76,14 @@ def test_finalize_adds_totals_and_drops_internal_rows() -> None:
         (1, 1, 1000, "checkpoint_total_ms", 7.0, "ms"),
         (0, 2, 500, "live_entries", 4.0, "entries"),
         (1, 2, 500, "live_entries", 6.0, "entries"),
-        (0, 0, -1, "cleanup_lag_mean_ms", 10.0, "ms"),
-        (1, 0, -1, "cleanup_lag_mean_ms", 40.0, "ms"),
-        (0, 0, -1, LAG_COUNT, 3.0, "count"),
-        (1, 0, -1, LAG_COUNT, 1.0, "count"),
-        (0, 0, -1, "cleanup_lag_max_ms", 12.0, "ms"),
-        (1, 0, -1, "cleanup_lag_max_ms", 55.0, "ms"),
+        # task 0 removed 3 units 10 ms after expiry, task 1 one unit 40 ms after and one 55
+        (0, 0, -1, "cleanup_lag_timer_p50_ms", 10.0, "ms"),
+        (1, 0, -1, "cleanup_lag_timer_p50_ms", 40.0, "ms"),
+        (0, 0, -1, "cleanup_lag_timer_max_ms", 10.0, "ms"),
+        (1, 0, -1, "cleanup_lag_timer_max_ms", 55.0, "ms"),
+        (0, 10, 0, LAG_BUCKET + "timer", 3.0, "count"),
+        (1, 40, 0, LAG_BUCKET + "timer", 1.0, "count"),
+        (1, 54, 0, LAG_BUCKET + "timer", 1.0, "count"),  # 55 ms: the bucket [54, 56)
         (0, 0, -1, "_attempt", 0.0, "count"),
         *[(0, i, 0, LATENCY_BUCKET, float(c), "count") for i, c in lat0.nonzero()],
         *[(1, i, 0, LATENCY_BUCKET, float(c), "count") for i, c in lat1.nonzero()],
@@ -95,8 +97,10 @@ def test_finalize_adds_totals_and_drops_internal_rows() -> None:
     assert totals[("checkpoint_bytes", 1)]["logical_time_ms"] == 1000
     assert totals[("checkpoint_total_ms", 1)]["value"] == 7.0  # durations: the slowest task
     assert totals[("live_entries", 2)]["value"] == 10.0
-    assert totals[("cleanup_lag_mean_ms", 0)]["value"] == pytest.approx((30 + 40) / 4)
-    assert totals[("cleanup_lag_max_ms", 0)]["value"] == 55.0
+    # lag: p50 of the merged histogram (10 ms: 3 of 5 units), not a task's; max the slowest
+    assert totals[("cleanup_lag_timer_p50_ms", 0)]["value"] == 10.0
+    assert totals[("cleanup_lag_timer_p99_ms", 0)]["value"] == 54.5  # [54, 56)'s middle
+    assert totals[("cleanup_lag_timer_max_ms", 0)]["value"] == 55.0
     # the merged histogram: half the records at 1 us, half at 3 us
     assert totals[("latency_p50_us", 0)]["value"] == pytest.approx(1.0, rel=0.02)
     assert totals[("latency_p99_us", 0)]["value"] == pytest.approx(3.0, rel=0.02)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 # what rows mean is defined with the summaries, once; re-exported for the report's modules
 from workloads.results.summaries import NOT_APPLICABLE as NOT_APPLICABLE
 from workloads.results.summaries import STORED_ENTRIES
+from workloads.results.summaries import lag_metric as lag_metric
 
 #: Time-series metrics with one sample per logical-time step.
 SERIES_METRICS = (
@@ -68,11 +69,6 @@ MECHANISMS: tuple[tuple[str, str], ...] = (
     ("full_snapshot", "full snapshot"),
 )
 LAG_STATS = ("p50", "p99", "max")
-
-
-def lag_metric(mechanism: str, stat: str) -> str:
-    """The row name of one cleanup-lag statistic of one mechanism."""
-    return f"cleanup_lag_{mechanism}_{stat}_ms"
 
 
 def rocksdb_metric(name: str) -> bool:

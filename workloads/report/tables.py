@@ -135,6 +135,8 @@ def cleanup_lag_table(run: Run, workload: str, title: str) -> str:
     )
     rows = []
     for key in keys:
+        if key.backend.startswith("flink-"):
+            continue  # nothing to show: the note under the table says why
         ids = f'data-backend="{escape(key.backend)}" data-strategy="{escape(key.strategy)}"'
         head_cells = (f'<td>{escape(backend_label(key.backend))}</td>'
                       f'<th scope="row">{escape(key.strategy)}</th>')
@@ -154,8 +156,23 @@ def cleanup_lag_table(run: Run, workload: str, title: str) -> str:
     return (
         f'<h4>{escape(title)}</h4><div class="scroll"><table class="stats" '
         f'data-workload="{escape(workload)}" data-group="cleanup_lag">'
-        f"{head}<tbody>{''.join(rows)}</tbody></table></div>"
+        f"{head}<tbody>{''.join(rows)}</tbody></table></div>{_unmeasured_lag_note(keys)}"
     )
+
+
+def _unmeasured_lag_note(keys: list[ScenarioKey]) -> str:
+    """Why some lag cells stay empty, for the scenarios of this table that have such cells."""
+    reasons = []
+    if any(k.strategy.startswith("compaction_filter") and not k.backend.startswith("flink-")
+           for k in keys):
+        reasons.append("The compaction filter's lag is not measurable: RocksDB drops expired "
+                       "entries inside its compactions and reports only how many.")
+    if any(k.backend.startswith("flink-") for k in keys):
+        reasons.append("Flink's lanes are left out: Flink's backends count neither removals "
+                       "nor their lag.")
+    if not reasons:
+        return ""
+    return f'<p class="lag-note">{escape(" ".join(reasons))}</p>'
 
 
 def clock_badge(run: Run, workload: str) -> str:

@@ -56,6 +56,11 @@ def is_additive(unit: str) -> bool:
     return unit in ADDITIVE_UNITS
 
 
+def lag_metric(mechanism: str, stat: str) -> str:
+    """The row name of one cleanup-lag statistic (p50, p99, max) of one cleanup mechanism."""
+    return f"cleanup_lag_{mechanism}_{stat}_ms"
+
+
 def combine_tasks(unit: str, values: Iterable[float]) -> float:
     """One job-wide value from the tasks' values of one metric at one step."""
     return math.fsum(values) if is_additive(unit) else max(values)

@@ -4,7 +4,7 @@ histograms, state scans, and the task=-1 totals the driver adds.
 Rows follow the report's schema (``workloads/report``): ``run_id, scenario, backend, strategy,
 workload, task, step, logical_time_ms, metric, value, unit``. Inside a task an operator only
 knows its own numbers, so it also emits *internal* rows (metric names starting with ``_``: its
-latency histogram buckets, cleanup-lag weights, attempt number) that the driver consumes in
+latency histogram buckets, cleanup-lag buckets, attempt number) that the driver consumes in
 :func:`finalize_rows` to compute job totals, and then drops.
 
 Rows a run writes (per task, and task=-1 job totals added by :func:`finalize_rows`):
@@ -14,9 +14,12 @@ Rows a run writes (per task, and task=-1 job totals added by :func:`finalize_row
   ``state_ops_per_s`` (ops/s; read-modify-write counts two), ``latency_p50_us``,
   ``latency_p99_us``, ``latency_p999_us``, ``latency_max_us`` (us; the total from the merged
   histogram), ``expired_returned`` (count), and with a TTL ``cleanup_removed_<mechanism>`` for
-  read, incremental, timer, compaction_filter, full_snapshot (entries), ``cleanup_lag_mean_ms``
-  and ``cleanup_lag_max_ms`` (ms; the backends' counters keep mean and max only, so no
-  p50/p99). The runners add ``job_records_per_s`` (task=-1 only: all events over the wall time
+  read, incremental, timer, compaction_filter, full_snapshot (entries), and per mechanism that
+  removed something ``cleanup_lag_<mechanism>_p50_ms``, ``_p99_ms``, ``_max_ms`` (ms from expiry
+  to removal, over every removed value, list element and map entry; the job total from the
+  merged histogram; none for the compaction filter, whose removals happen inside RocksDB
+  without a time, nor for Flink's lanes, whose backends do not report one). The runners add
+  ``job_records_per_s`` (task=-1 only: all events over the wall time
   of the whole operator job, sampling, checkpoints and Spark included). Paced (ProcessingTime)
   scenarios add ``schedule_lag_p50_ms``, ``schedule_lag_p99_ms``, ``schedule_lag_max_ms`` (clock
   ms a record was released after its timestamp) and ``late_records_share`` (share, 0..1; see
@@ -55,6 +58,7 @@ is the time from its stamp to the next one: the state calls plus the loop's own 
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -65,7 +69,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from hdrh.histogram import HdrHistogram
 
-from workloads.results.summaries import NO_TIME, TOTAL_TASK, ScenarioKey, combine_tasks
+from backends.cleanup.counters import MECHANISMS as CLEANUP_MECHANISMS
+from backends.cleanup.counters import bucket_percentiles
+from workloads.results.summaries import (
+    NO_TIME,
+    TOTAL_TASK,
+    ScenarioKey,
+    combine_tasks,
+    lag_metric,
+)
 
 # ------------------------------------------------------------------------------------------------
 # Row schema
@@ -95,7 +107,7 @@ INTERNAL_PREFIX = "_"
 
 # internal metrics (consumed by finalize_rows, never written)
 LATENCY_BUCKET = "_latency_bucket"  # step = bucket index, value = count
-LAG_COUNT = "_cleanup_lag_count"  # units whose removal lag was measured (weights the mean)
+LAG_BUCKET = "_cleanup_lag_bucket_"  # + mechanism; step = bucket floor (ms), value = count
 ATTEMPT = "_attempt"  # Spark task attempt number that produced the rows
 
 #: Series metrics (one sample per logical-time step).
@@ -119,7 +131,20 @@ ROCKSDB_SERIES = (
     ("rocksdb_sst_bytes", "sst_bytes", "bytes"),
     ("rocksdb_memtable_bytes", "memtable_bytes", "bytes"),
 )
-CLEANUP_MECHANISMS = ("read", "incremental", "timer", "compaction_filter", "full_snapshot")
+LAG_STATS = (("p50", 0.5), ("p99", 0.99))  # and "max", exact
+
+
+def lag_stats(buckets: dict[int, int], max_ms: int) -> dict[str, float]:
+    """p50/p99 (bucket middles, never above the max) and the exact max of a lag histogram."""
+    out = {k: min(v, float(max_ms))
+           for k, v in bucket_percentiles(buckets, dict(LAG_STATS)).items()}
+    out["max"] = float(max_ms)
+    return out
+
+
+#: Per-task lag percentiles: their job totals come from the merged histograms, not the tasks'.
+_LAG_PERCENTILE_METRICS = frozenset(
+    lag_metric(m, stat) for m in CLEANUP_MECHANISMS for stat, _ in LAG_STATS)
 PERCENTILES = (("latency_p50_us", 50.0), ("latency_p99_us", 99.0), ("latency_p999_us", 99.9))
 
 
@@ -331,8 +356,8 @@ def finalize_rows(table: pa.Table) -> pa.Table:
 
     Totals per (scenario, metric, step): :func:`workloads.results.summaries.combine_tasks`
     (sums for rates, counts, entries and bytes; the max for durations), except the merged
-    histogram for latency percentiles and a count-weighted mean for the mean cleanup lag. Rows
-    already written with task=-1 are kept as they are.
+    histograms for latency percentiles and cleanup-lag p50/p99 (per mechanism). Rows already
+    written with task=-1 are kept as they are.
     """
     if table.num_rows == 0:
         return table.cast(METRIC_SCHEMA)
@@ -342,8 +367,7 @@ def finalize_rows(table: pa.Table) -> pa.Table:
     times: dict[tuple[str, str, int], int] = {}
     units: dict[str, str] = {}
     hists: dict[tuple[str, int], LatencyBuckets] = defaultdict(LatencyBuckets)
-    lag_weights: dict[tuple[str, int, int], float] = {}
-    lag_means: dict[tuple[str, int, int], float] = {}
+    lag_hists: dict[tuple[str, int, str], dict[int, int]] = defaultdict(dict)
     has_total: set[tuple[str, str, int]] = set()
     for run_id, scen, backend, strategy, workload, task, step, t, metric, value, unit in zip(
         *(cols[n] for n in METRIC_SCHEMA.names)
@@ -352,8 +376,9 @@ def finalize_rows(table: pa.Table) -> pa.Table:
         if metric == LATENCY_BUCKET:
             hists[(scen, _rep_of(t))].add_bucket(step, int(value))
             continue
-        if metric == LAG_COUNT:
-            lag_weights[(scen, task, step)] = value
+        if metric.startswith(LAG_BUCKET):  # time = repetition, step = bucket floor
+            hist = lag_hists[(scen, _rep_of(t), metric[len(LAG_BUCKET):])]
+            hist[step] = hist.get(step, 0) + int(value)
             continue
         if metric.startswith(INTERNAL_PREFIX):
             continue
@@ -361,26 +386,29 @@ def finalize_rows(table: pa.Table) -> pa.Table:
         if task == TOTAL_TASK:
             has_total.add(key)
             continue
-        if metric == "cleanup_lag_mean_ms":
-            lag_means[(scen, task, step)] = value
         sums[key].append(value)
         times[key] = max(times.get(key, t), t)
         units[metric] = unit
 
     totals: dict[str, list[Row]] = defaultdict(list)
     for (scen, metric, step), values in sums.items():
-        if (scen, metric, step) in has_total or metric.startswith("latency_"):
+        if (scen, metric, step) in has_total or metric.startswith("latency_") or (
+                metric in _LAG_PERCENTILE_METRICS):
             continue
-        if metric == "cleanup_lag_mean_ms":
-            value = _weighted_lag(scen, step, lag_means, lag_weights)
-        else:
-            value = combine_tasks(units[metric], values)
+        value = combine_tasks(units[metric], values)
         totals[scen].append((TOTAL_TASK, step, times[(scen, metric, step)], metric, value,
                              units[metric]))
     for (scen, rep), hist in hists.items():
         for metric, value in hist.percentiles_us().items():
             if (scen, metric, rep) not in has_total:
                 totals[scen].append((TOTAL_TASK, rep, NO_TIME, metric, value, "us"))
+
+    for (scen, rep, mechanism), hist in lag_hists.items():
+        top = max(sums.get((scen, lag_metric(mechanism, "max"), rep), [math.inf]))
+        for stat, value in bucket_percentiles(hist, dict(LAG_STATS)).items():
+            metric = lag_metric(mechanism, stat)
+            if (scen, metric, rep) not in has_total:  # a bucket's middle, never above the max
+                totals[scen].append((TOTAL_TASK, rep, NO_TIME, metric, min(value, top), "ms"))
 
     keep = pc.invert(pc.starts_with(table.column("metric"), INTERNAL_PREFIX))
     parts = [table.filter(keep).cast(METRIC_SCHEMA)]
@@ -392,21 +420,6 @@ def finalize_rows(table: pa.Table) -> pa.Table:
 def _rep_of(time_ms: int) -> int:
     # latency buckets carry their repetition in logical_time_ms (step is the bucket index)
     return int(time_ms)
-
-
-def _weighted_lag(
-    scen: str,
-    step: int,
-    means: dict[tuple[str, int, int], float],
-    weights: dict[tuple[str, int, int], float],
-) -> float:
-    total_w = total = 0.0
-    for (s, _task, st), mean in means.items():
-        if s == scen and st == step:
-            w = weights.get((s, _task, st), 0.0)
-            total_w += w
-            total += mean * w
-    return total / total_w if total_w else 0.0
 
 
 def attempts(table: pa.Table) -> dict[str, int]:

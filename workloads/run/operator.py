@@ -61,13 +61,15 @@ from workloads.run.metrics import (
     CHECKPOINT_METRICS,
     CHECKPOINT_PHASE_METRICS,
     CLEANUP_MECHANISMS,
-    LAG_COUNT,
+    LAG_BUCKET,
     LATENCY_BUCKET,
     NO_TIME,
     ROCKSDB_SERIES,
     LatencyBuckets,
     MetricRows,
     Row,
+    lag_metric,
+    lag_stats,
     scan_states,
 )
 from workloads.run.pacing import PacedClock, Pacer
@@ -478,15 +480,11 @@ class KeyedOperator:
         for mech in CLEANUP_MECHANISMS:
             total = sum(c.get(mech, 0) for c in counts.values())
             add(task, rep, NO_TIME, f"cleanup_removed_{mech}", total, "entries")
-        weights = {name: self.backend.counters(name).lag_count for name in counts}
-        lag_n = sum(weights.values())
-        mean = (
-            sum(counts[n]["lag_mean_ms"] * w for n, w in weights.items()) / lag_n if lag_n else 0.0
-        )
-        add(task, rep, NO_TIME, "cleanup_lag_mean_ms", mean, "ms")
-        add(task, rep, NO_TIME, "cleanup_lag_max_ms",
-            max((c["lag_max_ms"] for c in counts.values()), default=0), "ms")
-        add(task, rep, NO_TIME, LAG_COUNT, lag_n, "count")
+        for mechanism, hist in self.backend.cleanup_lags().items():
+            for floor, count in hist.buckets.items():  # internal: time = repetition
+                add(task, floor, rep, LAG_BUCKET + mechanism, count, "count")
+            for stat, value in lag_stats(hist.buckets, hist.max).items():
+                add(task, rep, NO_TIME, lag_metric(mechanism, stat), value, "ms")
 
     def close(self) -> None:
         """Close the backend, then delete its folder once nothing references it any more.
