@@ -12,13 +12,16 @@ reference per key of extra memory); a key deleted meanwhile is skipped without c
 examined (Flink's iterator never yields it), a key added meanwhile is visited on the next lap.
 
 This runs on every access, so a step is written to cost about what its `cleanup_size` dict
-lookups cost: the containers are fetched with one C-level `map`, and the common step (all of
-them still present, none expired) runs no Python loop beyond one pass over the timestamps.
+lookups cost: the common step (all of its keys still present, none of their units expired) is
+one C-level pass that fetches the containers and takes their oldest timestamp (a deleted key
+makes it raise, which sends the step down the general path); containers are fetched again, and
+Python loops run, only when something is to be removed or skipped.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import chain
 from operator import itemgetter
 from typing import Any
 
@@ -30,8 +33,8 @@ from backends.ttl.expiry import expiry_cutoff, live_elements
 class IncrementalCleanup:
     """The lazy global iterator of one heap TTL state; `step()` is the access callback."""
 
-    __slots__ = ("_clean", "_counters", "_get", "_keys", "_now_fn", "_pos", "_size", "_table",
-                 "_ttl")
+    __slots__ = ("_clean", "_counters", "_get", "_keys", "_now_fn", "_oldest", "_pos", "_size",
+                 "_table", "_ttl")
 
     def __init__(self, raw: Any, ctx: TtlContext, cleanup_size: int) -> None:
         self._table: dict = raw.table
@@ -43,6 +46,7 @@ class IncrementalCleanup:
         self._clean: Callable[[dict, list, list, int, CleanupCounters], None] = _CLEANERS[
             raw.spec.shape
         ]
+        self._oldest: Callable[[list], int] = _OLDEST[raw.spec.shape](raw.table.get)
         self._keys: list = []
         self._pos = 0
 
@@ -52,16 +56,24 @@ class IncrementalCleanup:
         pos = self._pos
         end = pos + self._size
         batch = self._keys[pos:end]
-        containers = list(map(self._get, batch))  # None: deleted since the lap started
-        if len(batch) == self._size and None not in containers:
-            self._pos = end  # the common case: the lap has cleanup_size live keys left
-        else:
-            batch = self._refill(batch, containers, end)
-            if not batch:
+        if len(batch) == self._size:
+            try:
+                oldest = self._oldest(batch)
+            except (TypeError, ValueError):  # a key deleted since the lap started; no units
+                pass
+            else:  # the common case: the lap has cleanup_size present keys left
+                self._pos = end
+                cutoff = expiry_cutoff(self._now_fn(), self._ttl)
+                if oldest > cutoff:
+                    return  # nothing expired among them: the step is one C-level pass
+                self._clean(self._table, batch, list(map(self._get, batch)), cutoff,
+                            self._counters)
                 return
-            containers = list(map(self._get, batch))
+        batch = self._refill(batch, list(map(self._get, batch)), end)
+        if not batch:
+            return
         cutoff = expiry_cutoff(self._now_fn(), self._ttl)
-        self._clean(self._table, batch, containers, cutoff, self._counters)
+        self._clean(self._table, batch, list(map(self._get, batch)), cutoff, self._counters)
 
     def _refill(self, batch: list, containers: list, end: int) -> list:
         """The step's keys when the lap runs out or some keys went away: the present ones,
@@ -135,3 +147,21 @@ def _clean_maps(
 
 _TS = itemgetter(1)  # a stored unit's last-access timestamp
 _CLEANERS = {"value": _clean_values, "list": _clean_lists, "map": _clean_maps}
+
+
+def _oldest_value(get: Callable[[Any], Any]) -> Callable[[list], int]:
+    return lambda keys: min(map(_TS, map(get, keys)))
+
+
+def _oldest_element(get: Callable[[Any], Any]) -> Callable[[list], int]:
+    return lambda keys: min(map(_TS, chain.from_iterable(map(get, keys))))
+
+
+def _oldest_entry(get: Callable[[Any], Any]) -> Callable[[list], int]:
+    values = dict.values
+    return lambda keys: min(map(_TS, chain.from_iterable(map(values, map(get, keys)))))
+
+
+#: Per shape, the oldest unit timestamp among some keys' containers, in one C-level pass:
+#: TypeError when a key is gone (None), ValueError when they hold no unit at all.
+_OLDEST = {"value": _oldest_value, "list": _oldest_element, "map": _oldest_entry}

@@ -150,6 +150,41 @@ class TtlValueState(_TtlSingleValue):
             self._write(self._check(value), self._now_fn())
 
 
+class TtlValueStateIncremental:
+    """TtlValueState with incremental cleanup and no timers index (the heap's default TTL in
+    Flink): TtlValueStateNoHooks' closures, each run after the cleanup step, as the generic
+    class runs it (on `value`, `update` and `clear`).
+
+    Why a class of its own: with Flink's default cleanup every value access runs the step, and
+    the generic read path cost as much as the step itself. tests/state/test_fast_paths.py
+    checks it against TtlValueState with the same step.
+    """
+
+    __slots__ = ("clear", "update", "value")
+
+    def __init__(self, raw: Any, ctx: TtlContext, value_type: TypeInformation) -> None:
+        access = ctx.on_access
+        if access is None or ctx.timers is not None:
+            raise ValueError("TtlValueStateIncremental needs an access hook and no timers")
+        read = _value_reader_no_hooks(raw, ctx)
+        write = _value_writer_no_hooks(raw, ctx, value_type)
+        raw_clear = raw.clear
+
+        def value() -> Any:
+            access()
+            return read()
+
+        def update(value: Any) -> None:
+            access()
+            write(value)
+
+        def clear() -> None:
+            access()
+            raw_clear()
+
+        self.value, self.update, self.clear = value, update, clear
+
+
 class TtlValueStateNoHooks:
     """TtlValueState when no incremental-cleanup hook runs on access and no timers index
     writes: Flink's rules, with `value` and `update` as closures rather than methods.
@@ -490,7 +525,7 @@ class TtlMapState(_TtlState):
 
 def ttl_state(desc: d.StateDescriptor, raw: Any, ctx: TtlContext) -> Any:
     """The TTL state for a descriptor: the generic class of its kind, or the named fast class
-    where one applies (a value state with no access hook and no timers)."""
+    where one applies (a value state without timers: with or without an access hook)."""
     if isinstance(desc, d.MapStateDescriptor):
         return TtlMapState(raw, ctx, desc.key_type_info, desc.type_info)
     if isinstance(desc, d.ListStateDescriptor):
@@ -499,6 +534,8 @@ def ttl_state(desc: d.StateDescriptor, raw: Any, ctx: TtlContext) -> Any:
         return TtlReducingState(raw, ctx, desc.type_info, desc.reduce)
     if isinstance(desc, d.AggregatingStateDescriptor):
         return TtlAggregatingState(raw, ctx, desc.type_info, desc.agg_function)
-    if ctx.on_access is None and ctx.timers is None:
-        return TtlValueStateNoHooks(raw, ctx, desc.type_info)
+    if ctx.timers is None:
+        if ctx.on_access is None:
+            return TtlValueStateNoHooks(raw, ctx, desc.type_info)
+        return TtlValueStateIncremental(raw, ctx, desc.type_info)
     return TtlValueState(raw, ctx, desc.type_info)

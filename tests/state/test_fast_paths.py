@@ -2,7 +2,8 @@
 path on the same random operation sequences, on both backends: every read, every error, the
 physical entries and the cleanup counts must be the same.
 
-The only fast class is TtlValueStateNoHooks (a value state with no access hook and no timers).
+The fast classes: TtlValueStateNoHooks (a value state with no access hook and no timers) and
+TtlValueStateIncremental (the heap's incremental-cleanup step as access hook, no timers).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import backends as B
+from backends.cleanup.incremental import IncrementalCleanup
 from backends.ttl.context import TtlContext
-from backends.ttl.states import TtlValueState, TtlValueStateNoHooks
+from backends.ttl.states import TtlValueState, TtlValueStateIncremental, TtlValueStateNoHooks
 from backends.types import INT64_MAX
 from tests.state.helpers import NEVER, OCW, ORW, RETURN, ttl, value_desc
 
@@ -100,9 +102,42 @@ def test_value_state_no_hooks_equals_the_generic_path(
     assert outcomes[0] == outcomes[1]
 
 
-def test_the_factory_picks_the_generic_class_when_hooks_run(make_backend, clock) -> None:
+@settings(max_examples=40, deadline=None)
+@given(ops=OPS, update=st.sampled_from([OCW, ORW]), visibility=st.sampled_from([NEVER, RETURN]),
+       size=st.sampled_from([1, 2, 5]))
+def test_value_state_incremental_equals_the_generic_path(
+    ops: list, update: Any, visibility: Any, size: int
+) -> None:
+    """Both variants see the same keys expire and get removed by the same walk: one
+    incremental iterator each (the twin's, built here, over the same raw state)."""
+    outcomes = []
+    for fast in (True, False):
+        clock = B.ManualClock(0)
+        backend = B.create_backend("heap", clock=clock)
+        try:
+            desc = value_desc(ttl(100, update=update, visibility=visibility,
+                                  incremental=(size, False)))
+            state = backend.get_state(desc)
+            if fast:
+                assert isinstance(state, TtlValueStateIncremental)
+            else:
+                raw = backend.raw_state(desc.name)
+                ctx = TtlContext(desc.ttl_config, clock.now, backend.counters(desc.name))
+                ctx.on_access = IncrementalCleanup(raw, ctx, size).step
+                state = TtlValueState(raw, ctx, desc.type_info)
+            for key in range(12):  # keys for the walk to visit
+                backend.set_current_key(f"pre{key}")
+                state.update(key)
+            outcomes.append(_apply(backend, clock, state, ops))
+        finally:
+            backend.close()
+    assert outcomes[0] == outcomes[1]
+
+
+def test_the_factory_picks_the_generic_class_when_timers_run(make_backend, clock) -> None:
     heap = make_backend("heap", clock)
-    assert isinstance(heap.get_state(value_desc(ttl(100, background=True))), TtlValueState)
+    assert isinstance(heap.get_state(value_desc(ttl(100, background=True))),
+                      TtlValueStateIncremental)
     assert isinstance(heap.get_state(value_desc(ttl(100, timers=0), name="t")), TtlValueState)
     assert isinstance(heap.get_state(value_desc(ttl(100), name="n")), TtlValueStateNoHooks)
 
@@ -114,3 +149,6 @@ def test_the_fast_class_refuses_a_context_with_hooks(make_backend, clock) -> Non
     ctx = TtlContext(desc.ttl_config, clock.now, backend.counters("v"), on_access=lambda: None)
     with pytest.raises(ValueError, match="access hook"):
         TtlValueStateNoHooks(backend.raw_state("v"), ctx, desc.type_info)
+    with pytest.raises(ValueError, match="access hook"):
+        TtlValueStateIncremental(backend.raw_state("v"), TtlContext(
+            desc.ttl_config, clock.now, backend.counters("v")), desc.type_info)
