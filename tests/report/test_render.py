@@ -735,7 +735,7 @@ def test_rocksdb_activity_chart_draws_the_counters(synthetic_run_dir: Path) -> N
     assert len(hovered) == 1
     assert np.asarray(hovered[0].y).tolist() == [v for _, v in flushes.values()]
     titles = [a.text for a in chart.figure.layout.annotations]
-    assert "rocksdb · write amplification" in titles and "rocksdb · SST files" in titles
+    assert "rocksdb<br>write amplification" in titles and "rocksdb<br>SST files" in titles
     assert "Wall-clock driven" in chart.caption  # sessions-churn is paced
 
 

@@ -185,19 +185,25 @@ def _measured(run: Run, workload: str, metrics: Sequence[str]) -> tuple[list[str
     return _backends(run, workload), keys, present
 
 
+def facet_title(backend: str, what: str) -> str:
+    """A facet's title on two lines (backend, then what it shows): four backends side by side
+    leave too little width for one line, and plotly lets neighbouring titles overlap."""
+    return f"{backend_label(backend)}<br>{what}"
+
+
 def state_chart(run: Run, workload: str) -> Chart | None:
     """State size over logical time: metric rows x backend columns, one line per strategy."""
     backends, keys, rows = _measured(run, workload, STATE_ROWS)
     if not rows or not backends:
         return None
     divisor, xlabel = _time_axis(run)
-    titles = [f"{backend_label(b)} · {spec_for(m).label}" for m in rows for b in backends]
+    titles = [facet_title(b, spec_for(m).label) for m in rows for b in backends]
     fig = make_subplots(
         rows=len(rows),
         cols=len(backends),
         shared_xaxes=True,
         subplot_titles=titles,
-        vertical_spacing=0.06,
+        vertical_spacing=0.08,
         horizontal_spacing=0.08,
     )
     colour, shown = colours(run), set()
@@ -537,7 +543,7 @@ def rocksdb_chart(run: Run, workload: str) -> Chart | None:
             cells[(i, backend)] = (i // 2 + 1, i % 2 + 1) if single else (i + 1, j + 1)
     titles = [""] * (n_rows * n_cols)
     for (i, backend), (r, c) in cells.items():
-        titles[(r - 1) * n_cols + (c - 1)] = f"{backend_label(backend)} · {panels[i][0]}"
+        titles[(r - 1) * n_cols + (c - 1)] = facet_title(backend, panels[i][0])
     fig = make_subplots(rows=n_rows, cols=n_cols, subplot_titles=titles, shared_xaxes=True,
                         vertical_spacing=0.09, horizontal_spacing=0.09)
     divisor, xlabel = _time_axis(run)
