@@ -163,6 +163,26 @@ def test_incremental_checkpoints_upload_less_and_restore(churn: Any) -> None:
     assert _per_task(churn.rows, scenario, "restore_ms")[(-1, 2)] > 0
 
 
+def test_the_specs_write_buffer_size_reaches_flinks_rocksdb(tmp_path: Path) -> None:
+    """A spec's [rocksdb] write_buffer_size applies to Flink's lane as to statebench's (its
+    memtables shrink with it); run.json says which options the lane got."""
+    spec = small_spec("sessions-churn", events=6_000)
+    peak: dict[int | None, dict[str, float]] = {}
+    for size in (None, 65_536):
+        out = run_in_process(RunConfig(
+            spec.with_overrides(rocksdb__write_buffer_size=size), backends=("flink-rocksdb",),
+            strategies=("none",), checkpoint_root=str(tmp_path / f"ckpt-{size}"),
+            run_id=f"wb{size}"))
+        peak[size] = {
+            metric: max(v for (task, _), v in _per_task(
+                out.rows, "sessions-churn/flink-rocksdb/none", metric).items() if task == -1)
+            for metric in ("rocksdb_memtable_bytes",)}
+        assert out.config.describe()["flink_rocksdb"] == (
+            {} if size is None else {"write_buffer_size": 65_536})
+    # Flink's memtables (their arenas: write_buffer_size / 8 per block) follow the option
+    assert peak[65_536]["rocksdb_memtable_bytes"] < peak[None]["rocksdb_memtable_bytes"] / 4
+
+
 def test_processing_time_is_paced_like_statebench(tmp_path: Path) -> None:
     """ProcessingTime: records released at their time on one scaled wall clock, the schedule
     lag reported, the same rows as statebench's operator."""

@@ -63,7 +63,9 @@ class OperatorConfig:
     emit_series: bool = True
     measure_latency: bool = True
     time_speedup: float = 1.0
-    rocksdb_options: tuple[tuple[str, object], ...] = ()  # RocksDB only; see plan.rocksdb_options
+    #: statebench's RocksDB: plan.rocksdb_options; Flink's: the spec's [rocksdb] table (the lane
+    #: applies backends.flink.lanes.LANE_ROCKSDB_OPTIONS of it)
+    rocksdb_options: tuple[tuple[str, object], ...] = ()
     cleanup: str = ""  # the strategy text to configure when ``strategy`` is a sweep label
     local_dir: str | None = None
     restore_at_end: bool = True

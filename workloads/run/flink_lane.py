@@ -42,7 +42,7 @@ import pyarrow as pa
 
 import backends
 from backends.flink import FlinkWorker, events
-from backends.flink.lanes import LANE_KINDS, not_applicable_reason
+from backends.flink.lanes import LANE_KINDS, LANE_ROCKSDB_OPTIONS, not_applicable_reason
 from backends.flink.spec import ttl_fields
 from backends.keygroups import KeyGroupRange
 from backends.ttl_config import DEFAULT_PERIODIC_COMPACTION_MS, DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES
@@ -234,6 +234,7 @@ class FlinkLaneOperator:
             "periodic_compaction_ms": periodic,
             "incremental_checkpoints": (self.kind == "rocksdb"
                                         and cfg.checkpoint_mode == "incremental"),
+            **{k: v for k, v in cfg.rocksdb_options if k in LANE_ROCKSDB_OPTIONS},
         }
         self.worker, cold = _acquire(self.kind, **options)
         # Flink's TTL is processing time: the lane's provider is driven by the scenario's clock

@@ -153,6 +153,9 @@ class RunConfig:
             "time_speedup": self.speedup,
             "clock": self.clock,
             "rocksdb": rocksdb_options(self) if "rocksdb" in self.backends else {},
+            **({"flink_rocksdb": {k: v for k, v in self.spec.rocksdb.options().items()
+                                  if k in flink_lanes.LANE_ROCKSDB_OPTIONS}}
+               if "flink-rocksdb" in self.backends else {}),
             "measure_latency": self.measure_latency,
             "checkpoints": "off" if self.checkpoint_root is None else "on",
             "batch_size": self.batch_size,
@@ -271,7 +274,9 @@ def operator_config(
         measure_latency=cfg.measure_latency,
         time_speedup=cfg.speedup,
         rocksdb_options=(tuple(sorted(rocksdb_options(cfg).items()))
-                         if scenario.backend == "rocksdb" else ()),
+                         if scenario.backend == "rocksdb"
+                         else tuple(sorted(cfg.spec.rocksdb.options().items()))
+                         if scenario.backend == "flink-rocksdb" else ()),
         local_dir=cfg.local_dir,
     )
 
