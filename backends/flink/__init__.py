@@ -39,7 +39,8 @@ Control family (0x01-0x1F)                                         result
   0x01 OPEN_BACKEND u8 kind (0 heap, 1 rocksdb), u8 key type, i32 max parallelism,
        i32 first key group, i32 last key group, str RocksDB folder,
        i64 query_time_after_num_entries, i64 periodic compaction ms (-1 = Flink's default),
-       i64 write buffer bytes (0 = default), u8 incremental checkpoints  -- (closes the old one)
+       u8 incremental checkpoints, i32 n, n x (str key, str value): Flink configuration of
+       the RocksDB backend (backends.flink.spec.rocksdb_configuration)   -- (closes the old one)
   0x02 SET_TIME i64 ms (the TtlTimeProvider's time)                      --
   0x03 SET_KEY tagged value (long or string, as opened)                  --
   0x04 REGISTER u16 state id, u8 kind (1 value, 2 list, 3 map, 4 reducing, 5 aggregating),

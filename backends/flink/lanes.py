@@ -14,9 +14,6 @@ from backends.strategies import parse_strategy
 
 #: Lane backend name -> Flink backend kind of its worker.
 LANE_KINDS: dict[str, str] = {"flink-heap": "heap", "flink-rocksdb": "rocksdb"}
-#: The options of a spec's [rocksdb] table that Flink's RocksDB lane applies (through Flink's
-#: RocksDBConfigurableOptions); the others keep Flink's defaults there, as run.json records.
-LANE_ROCKSDB_OPTIONS = ("write_buffer_size",)
 
 COMPACTION_ON_HEAP_REASON = (
     "Flink's compaction filter (cleanupInRocksdbCompactFilter) runs inside RocksDB compactions; "

@@ -34,6 +34,47 @@ EVENT_TIME_REASON = (
     "value), so event-time TTL has no Flink lane"
 )
 
+#: statebench's RocksDB option -> Flink's configuration key (RocksDBConfigurableOptions), or the
+#: worker's own key for what Flink sets only through a RocksDBOptionsFactory.
+ROCKSDB_CONFIG_KEYS = {
+    "write_buffer_size": "state.backend.rocksdb.writebuffer.size",
+    "max_write_buffer_number": "state.backend.rocksdb.writebuffer.count",
+    "target_file_size_base": "state.backend.rocksdb.compaction.level.target-file-size-base",
+    "block_cache_size": "state.backend.rocksdb.block.cache-size",
+    "compression": "state.backend.rocksdb.compression.per.level",
+    "level0_file_num_compaction_trigger": "statebench.level0-file-num-compaction-trigger",
+}
+#: statebench's compression names -> RocksDB's CompressionType names (Flink's list values).
+FLINK_COMPRESSIONS = {
+    "none": "NO_COMPRESSION", "snappy": "SNAPPY_COMPRESSION", "lz4": "LZ4_COMPRESSION",
+    "lz4hc": "LZ4HC_COMPRESSION", "zstd": "ZSTD_COMPRESSION", "zlib": "ZLIB_COMPRESSION",
+    "bz2": "BZLIB2_COMPRESSION",
+}
+
+
+def rocksdb_configuration(options: dict[str, Any]) -> dict[str, str]:
+    """A spec's [rocksdb] options as the Flink configuration of Flink's RocksDB backend.
+
+    Sizes are bytes ("<n>b", Flink's MemorySize syntax); compression applies to every level, as
+    statebench's does. `periodic_compaction_ms` is not here: Flink sets it with the compaction
+    filter (see `ttl_fields`). Unknown names raise, so nothing is silently left at Flink's
+    default."""
+    out: dict[str, str] = {}
+    for name, value in sorted(options.items()):
+        if name == "periodic_compaction_ms":
+            continue
+        if name not in ROCKSDB_CONFIG_KEYS:
+            raise ValueError(f"rocksdb option {name!r} has no Flink equivalent")
+        if name == "compression":
+            text = FLINK_COMPRESSIONS[value]
+        elif name.endswith(("_size", "_size_base")):
+            text = f"{int(value)}b"
+        else:
+            text = str(int(value))
+        out[ROCKSDB_CONFIG_KEYS[name]] = text
+    return out
+
+
 _REGISTER = struct.Struct(">BHB")
 _REGISTER_TAIL = struct.Struct(">BBBqBBBiBq")
 

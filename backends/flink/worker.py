@@ -30,7 +30,7 @@ from backends.descriptors import StateDescriptor
 from backends.flink import wire
 from backends.flink.build import MAIN_CLASS, ensure_worker_built
 from backends.flink.errors import FlinkCommandError, FlinkWorkerError
-from backends.flink.spec import FlinkState, encode_register
+from backends.flink.spec import FlinkState, encode_register, rocksdb_configuration
 from backends.keygroups import KeyGroupRange
 
 KINDS = ("heap", "rocksdb")
@@ -49,7 +49,7 @@ _HEAD = struct.Struct(">Bqi")
 _Q = struct.Struct(">Bq")
 _BH = struct.Struct(">BH")
 _OPEN = struct.Struct(">BBBiii")
-_OPEN_TAIL = struct.Struct(">qqqB")
+_OPEN_TAIL = struct.Struct(">qqBi")
 _BENCH_TAIL = struct.Struct(">Hiiii")
 _STDERR_TAIL = 4000
 MAX_FRAME = 1 << 30
@@ -280,15 +280,17 @@ class FlinkWorker:
     Keys are all longs or all strings (`key_type`), as Flink's key serializer is one type.
     `max_parallelism` and `key_group_range` mean what they mean for statebench's backends.
     RocksDB options that Flink 2.x sets per backend: `query_time_after_num_entries` and
-    `periodic_compaction_ms` of the compaction filter, `write_buffer_size`, and
-    `incremental_checkpoints`. `reset()` opens a fresh backend in the same JVM (tests share one
+    `periodic_compaction_ms` of the compaction filter, `incremental_checkpoints`, and
+    `rocksdb_options` (statebench's RocksDB option names, as a spec's [rocksdb] table: see
+    `spec.rocksdb_configuration`). `reset()` opens a fresh backend in the same JVM (tests share one
     JVM per module). Use as a context manager, or call close().
     """
 
     def __init__(self, kind: str = "heap", *, key_type: str = "long", max_parallelism: int = 128,
                  key_group_range: KeyGroupRange | tuple[int, int] | None = None,
                  path: str | os.PathLike | None = None, query_time_after_num_entries: int = 1000,
-                 periodic_compaction_ms: int | None = None, write_buffer_size: int | None = None,
+                 periodic_compaction_ms: int | None = None,
+                 rocksdb_options: Mapping[str, Any] | None = None,
                  incremental_checkpoints: bool = False, timeout_s: float = 120.0,
                  startup_timeout_s: float = 120.0, heap_mb: int = 1024,
                  java_options: Iterable[str] = ()) -> None:
@@ -310,7 +312,7 @@ class FlinkWorker:
                        key_group_range=key_group_range, path=path,
                        query_time_after_num_entries=query_time_after_num_entries,
                        periodic_compaction_ms=periodic_compaction_ms,
-                       write_buffer_size=write_buffer_size,
+                       rocksdb_options=rocksdb_options,
                        incremental_checkpoints=incremental_checkpoints)
         except BaseException:
             self.close()
@@ -319,7 +321,8 @@ class FlinkWorker:
     def reset(self, kind: str = "heap", *, key_type: str = "long", max_parallelism: int = 128,
               key_group_range: KeyGroupRange | tuple[int, int] | None = None,
               path: str | os.PathLike | None = None, query_time_after_num_entries: int = 1000,
-              periodic_compaction_ms: int | None = None, write_buffer_size: int | None = None,
+              periodic_compaction_ms: int | None = None,
+              rocksdb_options: Mapping[str, Any] | None = None,
               incremental_checkpoints: bool = False) -> None:
         """Disposes the current backend and opens a new, empty one (time 0, no states)."""
         if kind not in KINDS:
@@ -349,9 +352,13 @@ class FlinkWorker:
         buf = bytearray(_OPEN.pack(wire.OPEN_BACKEND, 1 if kind == "rocksdb" else 0,
                                    self.key_code, max_parallelism, start, end))
         wire.put_str(buf, str(path))
+        conf = rocksdb_configuration(dict(rocksdb_options or {}))
         buf += _OPEN_TAIL.pack(query_time_after_num_entries,
                                -1 if periodic_compaction_ms is None else periodic_compaction_ms,
-                               write_buffer_size or 0, 1 if incremental_checkpoints else 0)
+                               1 if incremental_checkpoints else 0, len(conf))
+        for key, value in conf.items():
+            wire.put_str(buf, key)
+            wire.put_str(buf, value)
         self.send(bytes(buf))
 
     def batch(self) -> Batch:

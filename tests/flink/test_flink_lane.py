@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
-from backends.flink import TIMER_REASON, FlinkUnavailableError
+import backends as B
+from backends.flink import TIMER_REASON, FlinkUnavailableError, FlinkWorker
 from backends.flink.build import ensure_worker_built
 from backends.flink.lanes import COMPACTION_ON_HEAP_REASON, INCREMENTAL_ON_ROCKSDB_REASON
+from backends.flink.spec import rocksdb_configuration
 from tests.runner.conftest import mixed_spec, small_spec, spark_session
 from workloads.run.engines.inprocess import run_in_process
 from workloads.run.flink_lane import WARMUP_ENV, close_idle_workers
@@ -178,9 +180,34 @@ def test_the_specs_write_buffer_size_reaches_flinks_rocksdb(tmp_path: Path) -> N
                 out.rows, "sessions-churn/flink-rocksdb/none", metric).items() if task == -1)
             for metric in ("rocksdb_memtable_bytes",)}
         assert out.config.describe()["flink_rocksdb"] == (
-            {} if size is None else {"write_buffer_size": 65_536})
+            {} if size is None else {"state.backend.rocksdb.writebuffer.size": "65536b"})
     # Flink's memtables (their arenas: write_buffer_size / 8 per block) follow the option
     assert peak[65_536]["rocksdb_memtable_bytes"] < peak[None]["rocksdb_memtable_bytes"] / 4
+
+
+def _cf_options(db: Path, column_family: str) -> dict[str, str]:
+    """The options RocksDB itself wrote for one column family (its newest OPTIONS file)."""
+    text = sorted(db.rglob("OPTIONS-*"), key=lambda p: int(p.name.split("-")[1]))[-1].read_text()
+    section = text.split(f'[CFOptions "{column_family}"]', 1)[1].split("\n[", 1)[0]
+    return dict(line.strip().split("=", 1) for line in section.splitlines() if "=" in line)
+
+
+def test_every_rocksdb_option_of_a_spec_reaches_flinks_rocksdb(tmp_path: Path) -> None:
+    """RocksDB's own OPTIONS file shows the spec's table applied to Flink's column families
+    (through Flink's configuration, and a RocksDBOptionsFactory for the L0 trigger)."""
+    options = {"write_buffer_size": 1 << 20, "max_write_buffer_number": 3,
+               "target_file_size_base": 2 << 20, "level0_file_num_compaction_trigger": 7,
+               "compression": "lz4", "block_cache_size": 4 << 20}
+    with FlinkWorker("rocksdb", path=tmp_path, rocksdb_options=options) as worker:
+        batch = worker.batch().set_time(1)
+        batch.register(B.ValueStateDescriptor("v", B.Types.LONG()))
+        batch.flush()
+        got = _cf_options(tmp_path, "v")
+    assert (got["write_buffer_size"], got["max_write_buffer_number"],
+            got["target_file_size_base"], got["level0_file_num_compaction_trigger"],
+            got["compression_per_level"]) == ("1048576", "3", "2097152", "7", "kLZ4Compression")
+    with pytest.raises(ValueError, match="no Flink equivalent"):
+        rocksdb_configuration({"state_layout": "ttl_db"})
 
 
 def test_processing_time_is_paced_like_statebench(tmp_path: Path) -> None:

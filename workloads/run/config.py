@@ -63,8 +63,7 @@ class OperatorConfig:
     emit_series: bool = True
     measure_latency: bool = True
     time_speedup: float = 1.0
-    #: statebench's RocksDB: plan.rocksdb_options; Flink's: the spec's [rocksdb] table (the lane
-    #: applies backends.flink.lanes.LANE_ROCKSDB_OPTIONS of it)
+    #: statebench's RocksDB: plan.rocksdb_options; Flink's: the spec's [rocksdb] table
     rocksdb_options: tuple[tuple[str, object], ...] = ()
     cleanup: str = ""  # the strategy text to configure when ``strategy`` is a sweep label
     local_dir: str | None = None

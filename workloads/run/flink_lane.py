@@ -42,7 +42,7 @@ import pyarrow as pa
 
 import backends
 from backends.flink import FlinkWorker, events
-from backends.flink.lanes import LANE_KINDS, LANE_ROCKSDB_OPTIONS, not_applicable_reason
+from backends.flink.lanes import LANE_KINDS, not_applicable_reason
 from backends.flink.spec import ttl_fields
 from backends.keygroups import KeyGroupRange
 from backends.ttl_config import DEFAULT_PERIODIC_COMPACTION_MS, DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES
@@ -163,14 +163,17 @@ def close_idle_workers() -> None:
 # ------------------------------------------------------------------------------------------------
 
 
-def _compaction_options(strategy: str) -> tuple[int, int | None]:
+def _compaction_options(strategy: str, rocksdb_options: dict[str, Any]
+                        ) -> tuple[int, int | None]:
     """(query_time_after_num_entries, periodic compaction ms) the worker opens with: Flink 2.x
-    sets both per backend, so they come from the scenario's compaction_filter arguments."""
+    sets both per backend with its compaction filter, so they come from the scenario's
+    compaction_filter arguments; the period otherwise from the spec's [rocksdb] table."""
     parsed = backends.parse_strategy(strategy)
     if parsed.name != "compaction_filter":
         return DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES, None
     query = parsed.args[0] if parsed.args else DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES
-    periodic = parsed.args[1] if len(parsed.args) > 1 else DEFAULT_PERIODIC_COMPACTION_MS
+    periodic = (parsed.args[1] if len(parsed.args) > 1
+                else rocksdb_options.get("periodic_compaction_ms", DEFAULT_PERIODIC_COMPACTION_MS))
     return query, periodic
 
 
@@ -224,7 +227,8 @@ class FlinkLaneOperator:
 
     def _open(self) -> None:
         cfg = self.cfg
-        query, periodic = _compaction_options(cfg.cleanup or cfg.strategy)
+        query, periodic = _compaction_options(cfg.cleanup or cfg.strategy,
+                                              dict(cfg.rocksdb_options))
         options: dict[str, Any] = {
             "max_parallelism": cfg.max_parallelism,
             "key_group_range": KeyGroupRange.of_operator(self.task, cfg.parallelism,
@@ -234,7 +238,7 @@ class FlinkLaneOperator:
             "periodic_compaction_ms": periodic,
             "incremental_checkpoints": (self.kind == "rocksdb"
                                         and cfg.checkpoint_mode == "incremental"),
-            **{k: v for k, v in cfg.rocksdb_options if k in LANE_ROCKSDB_OPTIONS},
+            "rocksdb_options": dict(cfg.rocksdb_options) if self.kind == "rocksdb" else None,
         }
         self.worker, cold = _acquire(self.kind, **options)
         # Flink's TTL is processing time: the lane's provider is driven by the scenario's clock

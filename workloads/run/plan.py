@@ -15,6 +15,7 @@ import pyarrow as pa
 import backends
 from backends import BACKEND_KINDS
 from backends.flink import lanes as flink_lanes
+from backends.flink.spec import rocksdb_configuration
 from backends.keygroups import DEFAULT_MAX_PARALLELISM
 from backends.rocksdb_options import TTL_DB
 from workloads.generator import DEFAULT_BATCH_SIZE, Timeline
@@ -153,8 +154,7 @@ class RunConfig:
             "time_speedup": self.speedup,
             "clock": self.clock,
             "rocksdb": rocksdb_options(self) if "rocksdb" in self.backends else {},
-            **({"flink_rocksdb": {k: v for k, v in self.spec.rocksdb.options().items()
-                                  if k in flink_lanes.LANE_ROCKSDB_OPTIONS}}
+            **({"flink_rocksdb": rocksdb_configuration(self.spec.rocksdb.options())}
                if "flink-rocksdb" in self.backends else {}),
             "measure_latency": self.measure_latency,
             "checkpoints": "off" if self.checkpoint_root is None else "on",

@@ -258,7 +258,7 @@ final class Events implements CommandFamily {
         o.dir = new java.io.File(b.options.dir, "restore-" + System.nanoTime()).getPath();
         o.queryTimeAfterNumEntries = b.options.queryTimeAfterNumEntries;
         o.periodicCompactionMs = b.options.periodicCompactionMs;
-        o.writeBufferSize = b.options.writeBufferSize;
+        o.rocksConf = b.options.rocksConf;
         o.incrementalCheckpoints = b.options.incrementalCheckpoints;
         o.restore = java.util.Collections.singletonList(last);
         long start = System.nanoTime();

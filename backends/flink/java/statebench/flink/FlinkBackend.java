@@ -17,8 +17,8 @@ import org.apache.flink.api.common.typeutils.base.DoubleSerializer;
 import org.apache.flink.api.common.typeutils.base.LongSerializer;
 import org.apache.flink.api.common.typeutils.base.StringSerializer;
 import org.apache.flink.api.java.typeutils.runtime.NullableSerializer;
+import org.apache.flink.configuration.ConfigOptions;
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.core.fs.CloseableRegistry;
 import org.apache.flink.core.fs.FileSystem;
@@ -51,6 +51,7 @@ import org.apache.flink.state.rocksdb.PredefinedOptions;
 import org.apache.flink.state.rocksdb.RocksDBConfigurableOptions;
 import org.apache.flink.state.rocksdb.RocksDBKeyedStateBackend;
 import org.apache.flink.state.rocksdb.RocksDBKeyedStateBackendBuilder;
+import org.apache.flink.state.rocksdb.RocksDBOptionsFactory;
 import org.apache.flink.state.rocksdb.RocksDBPriorityQueueConfig;
 import org.apache.flink.state.rocksdb.RocksDBResourceContainer;
 import org.apache.flink.state.rocksdb.StatebenchRocksAccess;
@@ -58,12 +59,16 @@ import org.apache.flink.state.rocksdb.StatebenchRocksAccess;
 import java.io.File;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.RunnableFuture;
 import java.util.stream.Stream;
+
+import org.rocksdb.ColumnFamilyOptions;
+import org.rocksdb.DBOptions;
 
 /**
  * One Flink 2.x keyed state backend (heap or RocksDB), built directly as apache/flink-benchmarks'
@@ -90,7 +95,9 @@ final class FlinkBackend implements AutoCloseable {
         String dir;
         long queryTimeAfterNumEntries = 1000L;
         long periodicCompactionMs = -1L;
-        long writeBufferSize;
+        /** Flink configuration keys of the RocksDB backend (RocksDBConfigurableOptions) and
+         *  their values, plus LEVEL0_TRIGGER, which Flink has no option for. */
+        Map<String, String> rocksConf = new LinkedHashMap<>();
         boolean incrementalCheckpoints;
         /** Checkpoint handles to restore from (the event lane's timed restore). */
         List<KeyedStateHandle> restore = Collections.emptyList();
@@ -108,6 +115,31 @@ final class FlinkBackend implements AutoCloseable {
             this.name = name;
             this.descriptor = descriptor;
             this.state = state;
+        }
+    }
+
+    /** The rocksConf key of RocksDB's level0_file_num_compaction_trigger (no Flink option). */
+    static final String LEVEL0_TRIGGER = "statebench.level0-file-num-compaction-trigger";
+
+    /** Sets level0_file_num_compaction_trigger on every column family, as a user's own
+     *  RocksDBOptionsFactory would. */
+    static final class Level0Trigger implements RocksDBOptionsFactory {
+        private static final long serialVersionUID = 1L;
+        private final int trigger;
+
+        Level0Trigger(int trigger) {
+            this.trigger = trigger;
+        }
+
+        @Override
+        public DBOptions createDBOptions(DBOptions current, Collection<AutoCloseable> handles) {
+            return current;
+        }
+
+        @Override
+        public ColumnFamilyOptions createColumnOptions(
+                ColumnFamilyOptions current, Collection<AutoCloseable> handles) {
+            return current.setLevel0FileNumCompactionTrigger(trigger);
         }
     }
 
@@ -154,16 +186,21 @@ final class FlinkBackend implements AutoCloseable {
             conf.set(RocksDBConfigurableOptions.COMPACT_FILTER_PERIODIC_COMPACTION_TIME,
                     Duration.ofMillis(options.periodicCompactionMs));
         }
-        if (options.writeBufferSize > 0) {
-            conf.set(RocksDBConfigurableOptions.WRITE_BUFFER_SIZE,
-                    new MemorySize(options.writeBufferSize));
+        RocksDBOptionsFactory factory = null;
+        for (Map.Entry<String, String> e : options.rocksConf.entrySet()) {
+            if (e.getKey().equals(LEVEL0_TRIGGER)) {
+                factory = new Level0Trigger(Integer.parseInt(e.getValue()));
+            } else {
+                conf.set(ConfigOptions.key(e.getKey()).stringType().noDefaultValue(),
+                        e.getValue());
+            }
         }
         File base = new File(options.dir);
         if (!base.isDirectory() && !base.mkdirs()) {
             throw new IllegalArgumentException("cannot create RocksDB folder " + base);
         }
-        resources = new RocksDBResourceContainer(conf, PredefinedOptions.DEFAULT, null, null, base,
-                false);
+        resources = new RocksDBResourceContainer(conf, PredefinedOptions.DEFAULT, factory, null,
+                base, false);
         RocksDBKeyedStateBackendBuilder<Object> builder = new RocksDBKeyedStateBackendBuilder<>(
                 "statebench", loader, base, resources, name -> resources.getColumnOptions(), null,
                 keySerializer, options.maxParallelism, range, executionConfig,

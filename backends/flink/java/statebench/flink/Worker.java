@@ -183,8 +183,10 @@ public final class Worker {
                 o.dir = in.str();
                 o.queryTimeAfterNumEntries = in.i64();
                 o.periodicCompactionMs = in.i64();
-                o.writeBufferSize = in.i64();
                 o.incrementalCheckpoints = in.u8() == 1;
+                for (int i = in.i32(); i > 0; i--) {
+                    o.rocksConf.put(in.str(), in.str());
+                }
                 if (current != null) {
                     FlinkBackend old = current;
                     current = null;
