@@ -32,6 +32,9 @@ def _positive_ttl(ttl: int | _dt.timedelta) -> int:
     ms = _to_ms(ttl, "ttl")
     if ms <= 0:
         raise ValueError(f"ttl is expected to be positive (got {ms} ms)")
+    if ms > INT64_MAX:  # Flink's Duration.toMillis() overflows there; timestamps are int64
+        raise ValueError(f"ttl must fit in a signed 64-bit count of milliseconds (<= {INT64_MAX}),"
+                         f" got {ms} ms")
     return ms
 
 

@@ -61,6 +61,13 @@ def test_non_positive_ttl_is_rejected(ttl: object) -> None:
         C.new_builder(ttl).build()
 
 
+@pytest.mark.parametrize("ttl", [2**63, 2**70])
+def test_ttl_beyond_int64_milliseconds_is_rejected(ttl: object) -> None:
+    with pytest.raises(ValueError, match="64-bit"):
+        C.new_builder(ttl).build()
+    assert C.new_builder(2**63 - 1).build().get_ttl() == 2**63 - 1  # the largest is fine
+
+
 @pytest.mark.parametrize("size", [0, -3])
 def test_cleanup_size_must_be_positive(size: int) -> None:
     with pytest.raises(ValueError, match="cleanup_size"):
