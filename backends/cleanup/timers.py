@@ -19,6 +19,7 @@ from typing import Any
 from backends.storage.base import ABSENT
 from backends.ttl.context import TtlContext
 from backends.ttl.expiry import effective_now, expiry_cutoff, live_elements
+from backends.types import INT64_MAX
 
 
 class ExpiryIndex:
@@ -42,7 +43,9 @@ class ExpiryIndex:
 
     def register(self, expiration: int, ref: Any, user_key: Any = ABSENT) -> None:
         g = self._granularity
-        due = expiration if g <= 1 else -(-expiration // g) * g
+        # rounded up to the bucket, but never past INT64_MAX: the backend's per-record check
+        # compares the raw clock with `next_due`, and a clock at INT64_MAX must reach every bucket
+        due = expiration if g <= 1 else min(-(-expiration // g) * g, INT64_MAX)
         bucket = self._buckets.get(due)
         if bucket is None:
             self._buckets[due] = bucket = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from backends.types import INT64_MAX
 from tests.state.helpers import ORW, list_desc, map_desc, ttl, value_desc
 
 
@@ -78,3 +79,16 @@ def test_list_elements_and_map_entries(backend, clock) -> None:
     assert backend.physical_entries("m") == 0
     counts = backend.cleanup_counts()
     assert counts["l"]["timer"] == 2 and counts["m"]["timer"] == 2
+
+
+def test_a_clock_at_int64_max_reaches_a_bucket_rounded_past_it(backend, clock) -> None:
+    """Expiration INT64_MAX - 5 rounds up past INT64_MAX with g = 100; the bucket is clamped,
+    so the per-record check (raw clock vs the earliest bucket) still fires at the last tick."""
+    state = backend.get_state(value_desc(ttl(100, timers=100)))
+    backend.set_current_key("k")
+    clock.set(INT64_MAX - 105)
+    state.update(1)  # expires at INT64_MAX - 5
+    clock.set(INT64_MAX)
+    backend.set_current_key("other")  # the per-record check, no explicit fire_timers()
+    assert backend.physical_entries("v") == 0
+    assert backend.cleanup_counts()["v"]["timer"] == 1
