@@ -17,24 +17,19 @@ from pathlib import Path
 
 import backends as B
 from backends.flink import FlinkWorker
+from bench.fixtures import ttl_config
 
 KEYS = 10_000
 MAP_KEYS = 10
 NOW = 1_000_000
-TTL_MS = 3_600_000
 OPS = ("value_update", "value_get", "list_add", "list_get", "map_put", "map_get", "map_iterate")
 MODES = ("off", "on", "on_no_bg")
 JVM_WARMUP, JVM_ROUNDS, JVM_ROUND_MS = 3, 5, 100
 PY_WARMUP, PY_ROUNDS, PY_ROUND_S = 1, 3, 0.08
 
 
-def _ttl(mode: str) -> B.StateTtlConfig | None:
-    if mode == "off":
-        return None
-    builder = B.StateTtlConfig.new_builder(TTL_MS)
-    if mode == "on_no_bg":
-        builder.disable_cleanup_in_background()
-    return builder.build()
+#: This suite's TTL modes as the shared fixtures' variants (the same TTL configurations).
+VARIANT_OF_MODE = {"off": "plain", "on": "ttl", "on_no_bg": "ttl_nobg"}
 
 
 def descs(mode: str) -> dict[str, B.StateDescriptor]:
@@ -43,7 +38,7 @@ def descs(mode: str) -> dict[str, B.StateDescriptor]:
         "list": B.ListStateDescriptor("list", B.Types.LONG()),
         "map": B.MapStateDescriptor("map", B.Types.LONG(), B.Types.LONG()),
     }
-    cfg = _ttl(mode)
+    cfg = ttl_config(VARIANT_OF_MODE[mode])
     if cfg is not None:
         for d in descs.values():
             d.enable_time_to_live(cfg)

@@ -12,7 +12,7 @@ x axis is the knob and whose lines are backends (told apart by symbol and dash, 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -378,6 +378,21 @@ def perf_chart(run: Run, workload: str) -> Chart | None:
     )
 
 
+def _column_samples(run: Run, keys: list[ScenarioKey], backends: list[str],
+                    lines: Sequence[tuple[str, str, str]]
+                    ) -> Iterator[tuple[int, ScenarioKey, tuple[str, str, str], Any]]:
+    """(column, scenario, line, samples) for every backend column (1-based), each of its
+    scenarios and each line (metric first) that scenario has samples of."""
+    for c, backend in enumerate(backends, start=1):
+        for key in keys:
+            if key.backend != backend:
+                continue
+            for line in lines:
+                samples = run.get(key, line[0])
+                if samples is not None:
+                    yield c, key, line, samples
+
+
 def checkpoint_chart(run: Run, workload: str) -> Chart | None:
     """Checkpoint size per checkpoint id: full (solid) and uploaded (dotted), backend columns."""
     backends, keys, measured = _measured(run, workload, [m for m, _, _ in CHECKPOINT_LINES])
@@ -389,35 +404,30 @@ def checkpoint_chart(run: Run, workload: str) -> Chart | None:
     )
     colour, shown = colours(run), set()
     strategies: list[str] = []
-    for c, backend in enumerate(backends, start=1):
+    for c in range(1, len(backends) + 1):
         _y_format(fig, "bytes", 1, c)
-        for key in keys:
-            if key.backend != backend:
-                continue
-            for metric, label, dash in CHECKPOINT_LINES:
-                samples = run.get(key, metric)
-                if samples is None:
-                    continue
-                _add_trace(
-                    fig,
-                    go.Scatter(
-                        x=samples.steps,
-                        y=samples.values,
-                        mode="lines+markers",
-                        name=key.strategy,
-                        legendgroup=key.strategy,
-                        showlegend=key.strategy not in shown,
-                        line={"color": colour[key.strategy], "dash": dash, "width": 2},
-                        marker={"size": 6},
-                        hovertemplate=f"checkpoint %{{x}}: %{{y:.3s}}B {label}"
-                        f"<extra>{key.strategy} · {backend}</extra>",
-                    ),
-                    1,
-                    c,
-                    key.strategy,
-                    shown,
-                    strategies,
-                )
+    for c, key, (_, label, dash), samples in _column_samples(run, keys, backends,
+                                                              CHECKPOINT_LINES):
+        _add_trace(
+            fig,
+            go.Scatter(
+                x=samples.steps,
+                y=samples.values,
+                mode="lines+markers",
+                name=key.strategy,
+                legendgroup=key.strategy,
+                showlegend=key.strategy not in shown,
+                line={"color": colour[key.strategy], "dash": dash, "width": 2},
+                marker={"size": 6},
+                hovertemplate=f"checkpoint %{{x}}: %{{y:.3s}}B {label}"
+                f"<extra>{key.strategy} · {key.backend}</extra>",
+            ),
+            1,
+            c,
+            key.strategy,
+            shown,
+            strategies,
+        )
     if not strategies:
         return None
     fig.update_xaxes(title_text="checkpoint id", dtick=1)
@@ -612,39 +622,33 @@ def checkpoint_time_chart(run: Run, workload: str) -> Chart | None:
                         horizontal_spacing=0.06)
     colour, shown = colours(run), set()
     strategies: list[str] = []
-    for c, backend in enumerate(backends, start=1):
+    for c in range(1, len(backends) + 1):
         _y_format(fig, "ms", 1, c)
-        for key in keys:
-            if key.backend != backend:
-                continue
-            for metric, label, pattern in measured:
-                samples = run.get(key, metric)
-                if samples is None:
-                    continue
-                ids = [str(int(step)) for step in samples.steps]
-                _add_trace(
-                    fig,
-                    go.Bar(
-                        x=[[key.strategy] * len(ids), ids],
-                        y=samples.values,
-                        name=key.strategy,
-                        legendgroup=key.strategy,
-                        showlegend=key.strategy not in shown,
-                        marker={
-                            "color": colour[key.strategy],
-                            "pattern": {"shape": pattern, "fgcolor": "#ffffff", "size": 6,
-                                        "solidity": 0.4},
-                        },
-                        meta={"phase": label},
-                        hovertemplate=f"checkpoint %{{x}}: {label} %{{y:.3s}} ms"
-                        f"<extra>{key.strategy} · {backend}</extra>",
-                    ),
-                    1,
-                    c,
-                    key.strategy,
-                    shown,
-                    strategies,
-                )
+    for c, key, (_, label, pattern), samples in _column_samples(run, keys, backends, measured):
+        ids = [str(int(step)) for step in samples.steps]
+        _add_trace(
+            fig,
+            go.Bar(
+                x=[[key.strategy] * len(ids), ids],
+                y=samples.values,
+                name=key.strategy,
+                legendgroup=key.strategy,
+                showlegend=key.strategy not in shown,
+                marker={
+                    "color": colour[key.strategy],
+                    "pattern": {"shape": pattern, "fgcolor": "#ffffff", "size": 6,
+                                "solidity": 0.4},
+                },
+                meta={"phase": label},
+                hovertemplate=f"checkpoint %{{x}}: {label} %{{y:.3s}} ms"
+                f"<extra>{key.strategy} · {key.backend}</extra>",
+            ),
+            1,
+            c,
+            key.strategy,
+            shown,
+            strategies,
+        )
     if not strategies:
         return None
     fig.update_layout(barmode="stack", bargap=0.15)

@@ -49,6 +49,18 @@ def attempt_dir(task_folder: str, attempt: int) -> str:
     return join(task_folder, f"attempt-{attempt}")
 
 
+def task_attempt_dir(cfg: Any, task: int, attempt: int) -> str | None:
+    """Where this task attempt of ``cfg``'s scenario checkpoints (earlier attempts' folders
+    removed first, so a retried task never mixes its files with a failed one's), or None when
+    the run takes no checkpoints."""
+    if cfg.checkpoint_root is None or cfg.checkpoint_interval_ms <= 0:
+        return None
+    folder = task_dir(cfg.checkpoint_root, cfg.run_id, slug(cfg.scenario.label),
+                      cfg.repetition, task)
+    remove_earlier_attempts(folder, attempt)
+    return attempt_dir(folder, attempt)
+
+
 def _fs(location: str) -> tuple[pafs.FileSystem, str]:
     if "://" in location:
         return pafs.FileSystem.from_uri(location)

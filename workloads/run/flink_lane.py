@@ -66,9 +66,9 @@ from workloads.run.operator import (
     INFINITY,
     Barrier,
     ExpiredValueReturned,
-    OutOfOrderInput,
     barrier_schedule,
     local_root,
+    sorted_times,
     ttl_config,
 )
 
@@ -266,13 +266,8 @@ class FlinkLaneOperator:
         self.worker.send(events.encode_open(spec))
 
     def _checkpoint_target(self) -> str | None:
-        cfg = self.cfg
-        if cfg.checkpoint_root is None or cfg.checkpoint_interval_ms <= 0:
-            return None
-        folder = ck.task_dir(cfg.checkpoint_root, cfg.run_id, ck.slug(cfg.scenario.label),
-                             cfg.repetition, self.task)
-        ck.remove_earlier_attempts(folder, self.attempt_id)
-        return _local_checkpoint_dir(ck.attempt_dir(folder, self.attempt_id))
+        target = ck.task_attempt_dir(self.cfg, self.task, self.attempt_id)
+        return None if target is None else _local_checkpoint_dir(target)
 
     # ------------------------------------------------------------------ the stream
     def process(self, batch: pa.RecordBatch) -> None:
@@ -282,12 +277,7 @@ class FlinkLaneOperator:
         if n == 0:
             return
         start = time.perf_counter_ns()
-        ts = batch.column("ts").to_numpy(zero_copy_only=False)
-        if ts[0] < self._last_ts or (n > 1 and bool((ts[1:] < ts[:-1]).any())):
-            raise OutOfOrderInput(
-                f"task {self.task}: events are not sorted by ts (got {int(ts[0])} after "
-                f"{self._last_ts}); sort each task's events by time before the operator"
-            )
+        ts = sorted_times(batch, self._last_ts, self.task)
         last = int(ts[-1])
         self._last_ts = last
         ops = batch.column("op").to_numpy(zero_copy_only=False)

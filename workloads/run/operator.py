@@ -83,6 +83,17 @@ class ExpiredValueReturned(AssertionError):
     """A state returned a value that had expired, under NeverReturnExpired: a backend bug."""
 
 
+def sorted_times(batch: pa.RecordBatch, last_ts: int, task: int) -> np.ndarray:
+    """A batch's ``ts`` column, checked to go on from ``last_ts`` without going back."""
+    ts = batch.column("ts").to_numpy(zero_copy_only=False)
+    if ts[0] < last_ts or (len(ts) > 1 and bool((ts[1:] < ts[:-1]).any())):
+        raise OutOfOrderInput(
+            f"task {task}: events are not sorted by ts (got {int(ts[0])} after {last_ts}); "
+            "sort each task's events by time before the operator"
+        )
+    return ts
+
+
 class OutOfOrderInput(ValueError):
     """A task's events did not arrive in timestamp order (the runner must sort them)."""
 
@@ -298,13 +309,7 @@ class KeyedOperator:
         return backends.create_backend(cfg.backend, clock=self.clock, **options)
 
     def _checkpoint_target(self) -> str | None:
-        cfg = self.cfg
-        if cfg.checkpoint_root is None or cfg.checkpoint_interval_ms <= 0:
-            return None
-        folder = ck.task_dir(cfg.checkpoint_root, cfg.run_id, ck.slug(cfg.scenario.label),
-                             cfg.repetition, self.task)
-        ck.remove_earlier_attempts(folder, self.attempt_id)
-        return ck.attempt_dir(folder, self.attempt_id)
+        return ck.task_attempt_dir(self.cfg, self.task, self.attempt_id)
 
     # ------------------------------------------------------------------ the stream
     def process(self, batch: pa.RecordBatch) -> None:
@@ -313,12 +318,7 @@ class KeyedOperator:
         if n == 0:
             return
         start = time.perf_counter_ns()
-        ts_np = batch.column("ts").to_numpy(zero_copy_only=False)
-        if ts_np[0] < self._last_ts or (n > 1 and bool((ts_np[1:] < ts_np[:-1]).any())):
-            raise OutOfOrderInput(
-                f"task {self.task}: events are not sorted by ts (got {int(ts_np[0])} after "
-                f"{self._last_ts}); sort each task's events by time before the operator"
-            )
+        ts_np = sorted_times(batch, self._last_ts, self.task)
         cols = (
             _pylist(batch.column("key")),
             ts_np.tolist(),
