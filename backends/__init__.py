@@ -43,11 +43,9 @@ from backends.snapshot import (
     list_checkpoints,
 )
 from backends.snapshot.reader import restore
-from backends.strategies import CleanupStrategy, parse_strategy
+from backends.strategies import BACKEND_KINDS, CleanupStrategy, parse_strategy
 from backends.ttl_config import StateTtlConfig
 from backends.types import Types
-
-BACKEND_KINDS = ("heap", "rocksdb")
 
 
 def create_backend(kind: str, clock: Any = None, **options: Any) -> KeyedStateBackend:

@@ -20,6 +20,7 @@ from backends.ttl_config import (
     StateTtlConfig,
 )
 
+#: statebench's own backends (the one list: create_backend and the planner read it here)
 BACKEND_KINDS = ("heap", "rocksdb")
 
 
