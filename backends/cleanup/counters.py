@@ -57,8 +57,7 @@ class LagHistogram:
     __slots__ = ("buckets", "max", "pending")
 
     def __init__(self) -> None:
-        #: raw lags not folded yet; loops may append to it directly, then call `fold_if_full`
-        self.pending: list[int] = []
+        self.pending: list[int] = []  # raw lags not folded into the buckets yet
         self.buckets: dict[int, int] = {}
         self.max = 0
 
@@ -74,13 +73,8 @@ class LagHistogram:
         if len(self.pending) >= _FOLD_AT:
             self.fold()
 
-    def fold_if_full(self) -> None:
-        """Fold when the pending lags reach the batch size (called after each removal batch)."""
-        if len(self.pending) >= _FOLD_AT:
-            self.fold()
-
     def fold(self) -> None:
-        """Move the pending lags into the buckets (emptied in place: loops hold its append)."""
+        """Move the pending lags into the buckets."""
         if not self.pending:
             return
         try:

@@ -134,7 +134,7 @@ ROCKSDB_SERIES = (
 LAG_STATS = (("p50", 0.5), ("p99", 0.99))  # and "max", exact
 
 
-def lag_stats(buckets: dict[int, int], max_ms: int) -> dict[str, float]:
+def lag_stats(buckets: dict[int, int], max_ms: float) -> dict[str, float]:
     """p50/p99 (bucket middles, never above the max) and the exact max of a lag histogram."""
     out = {k: min(v, float(max_ms))
            for k, v in bucket_percentiles(buckets, dict(LAG_STATS)).items()}
@@ -405,10 +405,10 @@ def finalize_rows(table: pa.Table) -> pa.Table:
 
     for (scen, rep, mechanism), hist in lag_hists.items():
         top = max(sums.get((scen, lag_metric(mechanism, "max"), rep), [math.inf]))
-        for stat, value in bucket_percentiles(hist, dict(LAG_STATS)).items():
+        for stat, value in lag_stats(hist, top).items():  # the max: combined with the others
             metric = lag_metric(mechanism, stat)
-            if (scen, metric, rep) not in has_total:  # a bucket's middle, never above the max
-                totals[scen].append((TOTAL_TASK, rep, NO_TIME, metric, min(value, top), "ms"))
+            if stat != "max" and (scen, metric, rep) not in has_total:
+                totals[scen].append((TOTAL_TASK, rep, NO_TIME, metric, value, "ms"))
 
     keep = pc.invert(pc.starts_with(table.column("metric"), INTERNAL_PREFIX))
     parts = [table.filter(keep).cast(METRIC_SCHEMA)]
