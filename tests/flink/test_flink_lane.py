@@ -16,7 +16,8 @@ import backends as B
 from backends.flink import TIMER_REASON, FlinkUnavailableError, FlinkWorker
 from backends.flink.build import ensure_worker_built
 from backends.flink.lanes import COMPACTION_ON_HEAP_REASON, INCREMENTAL_ON_ROCKSDB_REASON
-from backends.flink.spec import rocksdb_configuration
+from backends.flink.spec import FLINK_COMPRESSIONS, rocksdb_configuration
+from backends.rocksdb_options import COMPRESSIONS
 from tests.runner.conftest import mixed_spec, small_spec, spark_session
 from workloads.run.engines.inprocess import run_in_process
 from workloads.run.flink_lane import WARMUP_ENV, close_idle_workers
@@ -208,6 +209,7 @@ def test_every_rocksdb_option_of_a_spec_reaches_flinks_rocksdb(tmp_path: Path) -
             got["compression_per_level"]) == ("1048576", "3", "2097152", "7", "kLZ4Compression")
     with pytest.raises(ValueError, match="no Flink equivalent"):
         rocksdb_configuration({"state_layout": "ttl_db"})
+    assert set(FLINK_COMPRESSIONS) == set(COMPRESSIONS)  # every spec value has Flink's name
 
 
 def test_processing_time_is_paced_like_statebench(tmp_path: Path) -> None:
