@@ -65,8 +65,8 @@ from workloads.run.operator import (
     CHECKPOINT,
     INFINITY,
     Barrier,
-    ExpiredValueReturned,
     barrier_schedule,
+    fail_if_expired_returned,
     local_root,
     sorted_times,
     ttl_config,
@@ -393,11 +393,7 @@ class FlinkLaneOperator:
                     "ms")
             add(task, rep, NO_TIME, "late_records_share", stats.late / stats.released, "share")
         self.close()
-        if cfg.never_return_expired and stats.expired_returned:
-            raise ExpiredValueReturned(
-                f"{cfg.scenario.label} task {task}: {stats.expired_returned} expired value(s) "
-                "returned under NeverReturnExpired by Flink"
-            )
+        fail_if_expired_returned(cfg, task, stats.expired_returned, by=" by Flink")
         return self.rows.rows
 
     def close(self) -> None:

@@ -83,6 +83,15 @@ class ExpiredValueReturned(AssertionError):
     """A state returned a value that had expired, under NeverReturnExpired: a backend bug."""
 
 
+def fail_if_expired_returned(cfg: OperatorConfig, task: int, count: int, by: str = "") -> None:
+    """Under NeverReturnExpired a returned expired value is a wrong answer: the run fails."""
+    if cfg.never_return_expired and count:
+        raise ExpiredValueReturned(
+            f"{cfg.scenario.label} task {task}: {count} expired value(s) returned under "
+            f"NeverReturnExpired{by}"
+        )
+
+
 def sorted_times(batch: pa.RecordBatch, last_ts: int, task: int) -> np.ndarray:
     """A batch's ``ts`` column, checked to go on from ``last_ts`` without going back."""
     ts = batch.column("ts").to_numpy(zero_copy_only=False)
@@ -467,11 +476,7 @@ class KeyedOperator:
             )
             add(task, barrier.index, barrier.time_ms, "restore_ms", ms, "ms")
         self.close()
-        if cfg.never_return_expired and self.expired_returned:
-            raise ExpiredValueReturned(
-                f"{cfg.scenario.label} task {task}: {self.expired_returned} expired value(s) "
-                "returned under NeverReturnExpired"
-            )
+        fail_if_expired_returned(cfg, task, self.expired_returned)
         return self.rows.rows
 
     def _cleanup_rows(self) -> None:
