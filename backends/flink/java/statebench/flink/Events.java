@@ -199,24 +199,10 @@ final class Events implements CommandFamily {
                 result.add(l.postRecords);
                 result.add(l.postNanos);
                 result.add(l.expiredReturned);
-                List<Object> nonzero = new ArrayList<>();
-                for (int i = 0; i < NUM_BUCKETS; i++) {
-                    if (l.buckets[i] != 0) {
-                        nonzero.add((long) i);
-                        nonzero.add(l.buckets[i]);
-                    }
-                }
-                result.add(nonzero);
+                result.add(nonzero(l.buckets));
                 result.add(l.released);
                 result.add(l.late);
-                List<Object> lags = new ArrayList<>();
-                for (int i = 0; i < NUM_BUCKETS; i++) {
-                    if (l.lagBuckets[i] != 0) {
-                        lags.add((long) i);
-                        lags.add(l.lagBuckets[i]);
-                    }
-                }
-                result.add(lags);
+                result.add(nonzero(l.lagBuckets));
                 out.result(result);
                 return;
             }
@@ -307,18 +293,25 @@ final class Events implements CommandFamily {
         }
     }
 
+    /** A histogram's non-empty buckets as a flat list: index, count, index, count, ... */
+    private static List<Object> nonzero(long[] buckets) {
+        List<Object> out = new ArrayList<>();
+        for (int i = 0; i < buckets.length; i++) {
+            if (buckets[i] != 0) {
+                out.add((long) i);
+                out.add(buckets[i]);
+            }
+        }
+        return out;
+    }
+
     @SuppressWarnings({"unchecked", "rawtypes"})
     private static Lane open(FlinkBackend b, Wire.In in) throws Exception {
         Lane l = new Lane();
         l.valueType = in.u8();
         int mask = in.u8();
         l.ttlMs = in.i64();
-        int update = in.u8();
-        int visibility = in.u8();
-        int flags = in.u8();
-        int incSize = in.i32();
-        boolean perRecord = in.u8() == 1;
-        long queryTime = in.i64();
+        StateTtlConfig ttl = FlinkBackend.readTtl(in, l.ttlMs);
         int clock = in.u8();
         l.wall = clock != CLOCK_RECORD;
         l.paced = clock == CLOCK_PACED;
@@ -327,7 +320,8 @@ final class Events implements CommandFamily {
         l.warmLeft = in.i64();
         l.verify = in.u8() == 1 && l.ttlMs > 0;
         l.latency = in.u8() == 1;
-        l.refresh = update == 2;
+        l.refresh = ttl != null
+                && ttl.getUpdateType() == StateTtlConfig.UpdateType.OnReadAndWrite;
         l.originNanos = System.nanoTime();
         b.time.now = l.startMs;
         TypeSerializer vs;
@@ -344,9 +338,6 @@ final class Events implements CommandFamily {
             default:
                 throw new IllegalArgumentException("unknown event value type " + l.valueType);
         }
-        StateTtlConfig ttl = l.ttlMs > 0
-                ? FlinkBackend.ttl(l.ttlMs, update, visibility, flags, incSize, perRecord, queryTime)
-                : null;
         for (int sid = 0; sid < NAMES.length; sid++) {
             if ((mask & (1 << sid)) == 0) {
                 continue;

@@ -271,6 +271,20 @@ final class FlinkBackend implements AutoCloseable {
         };
     }
 
+    /** The TTL fields that follow a command's ttl ms (update, visibility, flags, incremental
+     *  size, per record, query time after num entries; REGISTER and the event lane's OPEN
+     *  share them), as a StateTtlConfig; null when ttlMs is 0 (no TTL). */
+    static StateTtlConfig readTtl(Wire.In in, long ttlMs) {
+        int update = in.u8();
+        int visibility = in.u8();
+        int flags = in.u8();
+        int incSize = in.i32();
+        boolean perRecord = in.u8() == 1;
+        long queryTime = in.i64();
+        return ttlMs > 0 ? ttl(ttlMs, update, visibility, flags, incSize, perRecord, queryTime)
+                : null;
+    }
+
     /** TTL as the caller spelled it, 1:1 onto Flink's StateTtlConfig builder. */
     static StateTtlConfig ttl(long ttlMs, int update, int visibility, int flags, int incSize,
                               boolean incPerRecord, long queryTime) {

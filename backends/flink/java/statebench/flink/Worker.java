@@ -215,15 +215,7 @@ public final class Worker {
                 int valueType = in.u8();
                 int mapKeyType = in.u8();
                 int function = in.u8();
-                long ttlMs = in.i64();
-                int update = in.u8();
-                int visibility = in.u8();
-                int flags = in.u8();
-                int incSize = in.i32();
-                boolean perRecord = in.u8() == 1;
-                long queryTime = in.i64();
-                StateTtlConfig ttl = ttlMs > 0 ? FlinkBackend.ttl(ttlMs, update, visibility, flags,
-                        incSize, perRecord, queryTime) : null;
+                StateTtlConfig ttl = FlinkBackend.readTtl(in, in.i64());
                 backend().register(sid, kind, name, valueType, mapKeyType, function, ttl);
                 return;
             }
