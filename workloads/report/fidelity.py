@@ -170,27 +170,24 @@ def comparisons(run: Run, workload: str) -> list[Comparison]:
     TTL-vs-no-TTL rows when the run has the workload without a TTL."""
     pairs = [(o, f) for o, f in PAIRS if o in run.backends and f in run.backends]
     rows: list[Comparison] = []
+
+    def add_rows(label: str, workload_of: str, strategy: str, base_workload: str) -> None:
+        """One row per measure and pair: (workload_of, strategy) against (base_workload,
+        the baseline), on each side of the pair."""
+        for metric, noun, unit in MEASURES:
+            for ours, flink in pairs:
+                sides = [
+                    _cost(run, ScenarioKey(workload_of, b, strategy),
+                          ScenarioKey(base_workload, b, BASELINE), metric)
+                    for b in (ours, flink)
+                ]
+                rows.append(Comparison(workload, ours, flink, label, metric, noun, unit, *sides))
+
     for strategy in _strategies(run, workload):
-        for metric, noun, unit in MEASURES:
-            for ours, flink in pairs:
-                sides = [
-                    _cost(run, ScenarioKey(workload, b, strategy),
-                          ScenarioKey(workload, b, BASELINE), metric)
-                    for b in (ours, flink)
-                ]
-                rows.append(Comparison(workload, ours, flink, strategy, metric, noun, unit,
-                                       *sides))
+        add_rows(strategy, workload, strategy, workload)
     partner = no_ttl_partner(run, workload)
-    if partner is not None:
-        for metric, noun, unit in MEASURES:
-            for ours, flink in pairs:
-                sides = [
-                    _cost(run, ScenarioKey(workload, b, BASELINE),
-                          ScenarioKey(partner, b, BASELINE), metric)
-                    for b in (ours, flink)
-                ]
-                rows.append(Comparison(workload, ours, flink, TTL_ROW, metric, noun, unit,
-                                       *sides))
+    if partner is not None:  # TTL vs no TTL: the baseline against the partner's baseline
+        add_rows(TTL_ROW, workload, BASELINE, partner)
     return rows
 
 
