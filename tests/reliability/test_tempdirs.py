@@ -25,7 +25,8 @@ def _ours(folder: Path) -> list[str]:
 def test_folder_names_carry_their_owner(tmp_path: Path) -> None:
     path = tempdirs.make("statebench-t3-", dir=tmp_path)
     start = int(psutil.Process().create_time())
-    assert Path(path).name.startswith(f"statebench-t3-pid{os.getpid()}.{start}_")
+    ns = os.stat("/proc/self/ns/pid").st_ino
+    assert Path(path).name.startswith(f"statebench-t3-pid{os.getpid()}.{start}.n{ns}_")
     assert path in tempdirs.live() and not tempdirs.stale(Path(path).name)
     tempdirs.remove(path)
     assert not Path(path).exists() and path not in tempdirs.live()
