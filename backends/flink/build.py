@@ -3,22 +3,34 @@
 Why compile on first use: the worker must be built against the very flink-dist jar the user has
 installed (`pip install 'statebench[flink]'`), and shipping class files would pin one Flink
 version. The cache key is a hash of the Java sources and the jar's identity, so a new statebench
-or a new Flink recompiles, and concurrent first uses (Spark executors) race safely: each compiles
-into its own temporary folder and the first atomic rename wins.
+or a new Flink recompiles.
+
+The cache is checked, not trusted: a build is ``classes/`` holding a manifest
+(``.statebench-manifest.json``: every class file with its size and SHA-256) that is written
+last, so a folder without it, or with a class file deleted or truncated, is rebuilt instead of
+failing every run with ClassNotFoundException. A build compiles into an owner-tagged temporary
+folder (``backends.tempdirs``) and is renamed into place complete; a broken ``classes/`` is moved
+aside first. Builds of one key take a lock (``.build.lock``), so concurrent first uses (Spark
+executors) compile once and never swap classes under a JVM that is loading them; a build killed
+mid-``javac`` leaves a tagged folder that the next build sweeps.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
-import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from backends import tempdirs
 from backends.flink.errors import FlinkUnavailableError
 
 DISTRIBUTION = "apache-flink-libraries"
@@ -29,6 +41,12 @@ INSTALL_JDK = (
 )
 JAVA_SOURCES = Path(__file__).resolve().parent / "java"
 MAIN_CLASS = "statebench.flink.Worker"
+#: Written last into a finished build: class file -> [size, sha256].
+MANIFEST = ".statebench-manifest.json"
+#: Seconds javac gets; a compiler that has not finished by then will not.
+JAVAC_TIMEOUT_S = 600.0
+#: Legacy ``classes-*`` build folders (older versions, untagged) older than this are leftovers.
+_LEGACY_AGE_S = JAVAC_TIMEOUT_S + 60
 
 
 @dataclass(frozen=True)
@@ -107,34 +125,141 @@ def cache_root() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "statebench"
 
 
-def ensure_worker_built() -> WorkerBuild:
-    """Compile the worker against the installed jar unless the cache already holds it."""
-    jar = find_flink_jar()
-    javac, java = find_jdk()
-    target = cache_root() / "flink-worker" / cache_key(jar)
-    classes = target / "classes"
-    if not (classes / "statebench" / "flink" / "Worker.class").is_file():
-        major = _java_major(javac)
-        if major < 17:
-            raise FlinkUnavailableError(
-                f"{javac} is JDK {major or 'of unknown version'}; "
-                f"the Flink lanes need {INSTALL_JDK}"
-            )
-        target.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix="classes-", dir=target))
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_manifest(classes: Path) -> None:
+    """List every class file under ``classes`` with its size and hash (the build's last step)."""
+    files = {str(p.relative_to(classes)): [p.stat().st_size, _digest(p)]
+             for p in sorted(classes.rglob("*.class"))}
+    tmp = classes / (MANIFEST + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as out:
+        json.dump({"files": files}, out)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, classes / MANIFEST)
+
+
+def build_problem(classes: Path) -> str | None:
+    """Why ``classes`` is not a complete build (None: it is): no manifest, a class file missing,
+    of another size or with other bytes than the manifest says."""
+    try:
+        listed = json.loads((classes / MANIFEST).read_text(encoding="utf-8"))["files"]
+        if not isinstance(listed, dict) or not listed:
+            return "its manifest lists no class"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "it has no readable manifest (an interrupted or older build)"
+    if MAIN_CLASS.replace(".", "/") + ".class" not in listed:
+        return f"its manifest lacks {MAIN_CLASS}"
+    for name, entry in listed.items():
+        path = classes / name
+        try:
+            size, digest = entry
+            if path.stat().st_size != size or _digest(path) != digest:
+                return f"{name} differs from its manifest"
+        except (OSError, ValueError, TypeError):
+            return f"{name} is missing"
+    return None
+
+
+@contextmanager
+def _build_lock(target: Path) -> Iterator[None]:
+    """One build of ``target`` at a time (other processes wait, then find it built)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - no flock: builds race as before
+        yield
+        return
+    target.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target / ".build.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + JAVAC_TIMEOUT_S + 60
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise FlinkUnavailableError(
+                        f"another process has been building the Flink worker in {target} for "
+                        f"over {JAVAC_TIMEOUT_S + 60:.0f} s; remove that folder if it is stuck"
+                    ) from None
+                time.sleep(0.2)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _sweep_build_leftovers(target: Path) -> None:
+    """Folders of builds that died: tagged ones whose owner is gone, and legacy ``classes-*``
+    ones (untagged, from older versions) older than any javac may run."""
+    tempdirs.sweep([target])
+    for entry in target.glob("classes-*"):
+        try:
+            if entry.is_dir() and time.time() - entry.stat().st_mtime > _LEGACY_AGE_S:
+                shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def _compile(javac: str, jar: Path, target: Path) -> Path:
+    """javac into a fresh owner-tagged folder under ``target``, with its manifest; returned."""
+    tmp = Path(tempdirs.make(".statebench-build-", dir=target))
+    try:
         proc = subprocess.run(
             [javac, "-nowarn", "-Xlint:-options", "-encoding", "UTF-8", "-d", str(tmp),
              "-cp", str(jar), *map(str, _sources())],
-            capture_output=True, text=True, timeout=600,
+            capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S,
         )
         if proc.returncode != 0:
-            shutil.rmtree(tmp, ignore_errors=True)
             raise FlinkUnavailableError(
                 f"compiling the Flink worker against {jar.name} failed (is it Flink 2.x?):\n"
                 + (proc.stderr or proc.stdout)[-4000:]
             )
-        try:
-            os.replace(tmp, classes)
-        except OSError:  # another process won the race: its classes are identical
-            shutil.rmtree(tmp, ignore_errors=True)
+        write_manifest(tmp)
+    except subprocess.TimeoutExpired:
+        tempdirs.remove(tmp)
+        raise FlinkUnavailableError(
+            f"compiling the Flink worker with {javac} did not finish within "
+            f"{JAVAC_TIMEOUT_S:.0f} s (javac was stopped); check the JDK and the machine's load"
+        ) from None
+    except BaseException:
+        tempdirs.remove(tmp)
+        raise
+    return tmp
+
+
+def _install(tmp: Path, classes: Path) -> None:
+    """Rename the finished build ``tmp`` to ``classes``, moving a broken one aside first."""
+    aside = None
+    if classes.exists():
+        aside = Path(tempdirs.make(".statebench-broken-", dir=classes.parent))
+        os.replace(classes, aside / "classes")
+    try:
+        os.replace(tmp, classes)
+    finally:
+        tempdirs.forget(tmp)
+        if aside is not None:
+            tempdirs.remove(aside)
+
+
+def ensure_worker_built() -> WorkerBuild:
+    """Compile the worker against the installed jar unless the cache already holds a complete
+    build of it (checked against its manifest; a broken one is rebuilt)."""
+    jar = find_flink_jar()
+    javac, java = find_jdk()
+    target = cache_root() / "flink-worker" / cache_key(jar)
+    classes = target / "classes"
+    if build_problem(classes) is not None:
+        with _build_lock(target):
+            _sweep_build_leftovers(target)
+            if build_problem(classes) is not None:  # another process may have built it meanwhile
+                major = _java_major(javac)
+                if major < 17:
+                    raise FlinkUnavailableError(
+                        f"{javac} is JDK {major or 'of unknown version'}; "
+                        f"the Flink lanes need {INSTALL_JDK}"
+                    )
+                _install(_compile(javac, jar, target), classes)
     return WorkerBuild(java=java, classpath=f"{classes}{os.pathsep}{jar}", flink_jar=jar)

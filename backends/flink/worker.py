@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import os
 import select
-import shutil
 import struct
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -26,6 +24,7 @@ except ImportError:  # not on Windows; the pipes then keep their default size
 
 import contextlib
 
+from backends import tempdirs
 from backends.descriptors import StateDescriptor
 from backends.flink import wire
 from backends.flink.build import MAIN_CLASS, ensure_worker_built
@@ -296,10 +295,12 @@ class FlinkWorker:
                  java_options: Iterable[str] = ()) -> None:
         self.timeout_s = timeout_s
         self._proc: subprocess.Popen | None = None
-        self._tmp = Path(tempfile.mkdtemp(prefix="statebench-flink-"))
+        # owner-tagged and locked (backends.tempdirs): swept once this process is gone, however
+        # it ends (a Spark worker is killed without running atexit)
+        build = ensure_worker_built()  # first: a failed build leaves no folder behind
+        self._tmp = Path(tempdirs.make("statebench-flink-"))
         self._stderr = open(self._tmp / "stderr.log", "w+b")  # noqa: SIM115 - closed in close()
         self.last_batch_jvm_ns = 0
-        build = ensure_worker_built()
         cmd = [build.java, f"-Xmx{heap_mb}m", *JVM_OPTIONS, *java_options,
                "-cp", build.classpath, MAIN_CLASS]
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -491,7 +492,7 @@ class FlinkWorker:
                 proc.stdout.close()
         if not self._stderr.closed:
             self._stderr.close()
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        tempdirs.remove(self._tmp)
 
     def __enter__(self) -> FlinkWorker:
         return self
