@@ -21,18 +21,21 @@ configurations with the current code.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import math
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import tarfile
-import tempfile
+import threading
 import time
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,18 +103,67 @@ def subprocess_runner(inv: Invocation, results_dir: Path) -> Path:
     env["PYTHONPATH"] = os.pathsep.join(
         [str(inv.source), *filter(None, [os.environ.get("PYTHONPATH")])])
     cmd = [sys.executable, "-c", _BOOT, *inv.args, "--results-dir", str(results_dir.resolve())]
-    done = subprocess.run(cmd, cwd=results_dir, env=env, capture_output=True, text=True,
-                          check=False)
-    if done.returncode != 0:
-        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
+    returncode, stdout, stderr = run_child(cmd, cwd=results_dir, env=env)
+    if returncode != 0:
+        tail = "\n".join((stderr or stdout).strip().splitlines()[-5:])
         raise _error(f"{inv.label} ({inv.describe}) failed with exit status "
-                     f"{done.returncode}:\n{tail}")
+                     f"{returncode}:\n{tail}")
     new = sorted(p for p in results_dir.iterdir()
                  if p.name not in before and (p / "rows.parquet").is_file())
     if len(new) != 1:
         raise _error(f"{inv.label} ({inv.describe}) wrote {len(new)} run folders in "
                      f"{results_dir}, expected 1")
     return new[0]
+
+
+#: Seconds a child `statebench run` gets to clean up after a forwarded signal before it is
+#: killed (it stops Spark and its JVMs and removes its temporary folders).
+CHILD_GRACE_S = 120.0
+
+
+def run_child(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
+    """Run ``cmd`` to its end and return (status, stdout, stderr).
+
+    If this process is interrupted meanwhile (SIGINT/SIGTERM, which the CLI turns into
+    KeyboardInterrupt/SystemExit, or any error), the child gets the same signal and is waited
+    for, so it removes its temporary folders and stops its JVMs instead of running on as an
+    orphan; only a child that does not end within :data:`CHILD_GRACE_S` is killed.
+    """
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        stdout, stderr = proc.communicate()
+    except BaseException as exc:
+        signum = signal.SIGINT if isinstance(exc, KeyboardInterrupt) else signal.SIGTERM
+        stop_child(proc, signum)
+        raise
+    return proc.returncode, stdout, stderr
+
+
+def _ignore(signum: int, frame: Any) -> None:
+    """Signals while a child is being stopped: it is being stopped already."""
+
+
+def stop_child(proc: subprocess.Popen, signum: int, grace_s: float = CHILD_GRACE_S) -> None:
+    """Send ``signum`` to ``proc`` and wait for it (killed after ``grace_s``); signals that
+    arrive meanwhile are held off, so the wait itself is not cut short."""
+    if proc.poll() is not None:
+        return
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, _ignore)  # not SIG_IGN: exec would inherit it
+    try:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signum)
+        try:
+            proc.communicate(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -256,7 +308,8 @@ def invocation_from_run(run_dir: Path, label: str, workdir: Path,
 
 
 def session_dir(results_dir: str | Path) -> Path:
-    """A new ``ab-<UTC time>`` folder under ``results_dir``."""
+    """A new ``ab-<UTC time>`` folder under ``results_dir`` (made only once everything that can
+    be checked before the rounds has been: see :func:`session`)."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     base = Path(results_dir) / f"ab-{stamp}"
     path, n = base, 1
@@ -267,12 +320,27 @@ def session_dir(results_dir: str | Path) -> Path:
     return path
 
 
+@contextlib.contextmanager
+def session(results_dir: str | Path) -> Iterator[Path]:
+    """:func:`session_dir`, removed again if the session fails before any round finished (a
+    failed session never leaves an empty ``ab-<time>/`` behind); finished rounds are kept."""
+    root = session_dir(results_dir)
+    try:
+        yield root
+    except BaseException:
+        if not any(p.is_dir() for side in ("A", "B") if (root / side).is_dir()
+                   for p in (root / side).iterdir()):
+            shutil.rmtree(root, ignore_errors=True)
+        raise
+
+
 def run_session(a: Invocation, b: Invocation, rounds: int, root: Path, alpha: float,
                 runner: Runner = subprocess_runner, extra: dict[str, Any] | None = None) -> Path:
     """Interleave the rounds, record them in ab.json, write diff.html, print the verdicts."""
     from workloads.report.diff import summary_lines, write_diff_page
     from workloads.report.load import load_run
     from workloads.report.verdict import Side
+    from workloads.results.store import write_text_atomic
 
     log = interleave(a, b, rounds, runner, root)
     record = {
@@ -282,7 +350,7 @@ def run_session(a: Invocation, b: Invocation, rounds: int, root: Path, alpha: fl
         "order": log,
         **(extra or {}),
     }
-    (root / "ab.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_text_atomic(root / "ab.json", json.dumps(record, indent=2) + "\n")
     sides = [Side.of(inv.label,
                      [load_run(e["run_dir"]) for e in log if e["side"] == inv.label],
                      interleaved=True, source=inv.describe)
@@ -317,9 +385,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def ab_command(args: argparse.Namespace) -> int:
+    from workloads.cli.run import _joined
+    from workloads.run import tempdirs
+
     if args.in_process and args.master:
         raise _error("--in-process and --master exclude each other")
+    _joined(args.backend, "--backend")
+    _joined(args.strategy, "--strategy")
     repo = repository_root()
+    commits = {label: (rev if rev == WORKING_TREE else resolve_commit(repo, rev))
+               for label, rev in (("A", args.rev_a), ("B", args.rev_b))}  # before any folder
     spec = str(Path(args.spec).resolve()) if Path(args.spec).is_file() else args.spec
     common = ["run", spec]
     for flag, values in (("--backend", args.backend), ("--strategy", args.strategy)):
@@ -332,15 +407,14 @@ def ab_command(args: argparse.Namespace) -> int:
     if args.in_process:
         common.append("--in-process")
     common.append("--no-report")
-    root = session_dir(args.results_dir)
-    with tempfile.TemporaryDirectory(prefix="statebench-ab-") as tmp:
+    with tempdirs.temp_dir("statebench-ab-") as tmp:  # owner-tagged: swept if killed
         trees = {}
         for label, rev in (("A", args.rev_a), ("B", args.rev_b)):
             trees[label] = export_revision(repo, rev, Path(tmp) / label)
         a, b = (Invocation(label, tuple(common), *trees[label]) for label in ("A", "B"))
-        commits = {label: (rev if rev == WORKING_TREE else resolve_commit(repo, rev))
-                   for label, rev in (("A", args.rev_a), ("B", args.rev_b))}
-        run_session(a, b, args.rounds, root, args.alpha,
-                    extra={"revisions": {"A": args.rev_a, "B": args.rev_b}, "commits": commits})
+        with session(args.results_dir) as root:
+            run_session(a, b, args.rounds, root, args.alpha,
+                        extra={"revisions": {"A": args.rev_a, "B": args.rev_b},
+                               "commits": commits})
     return 0
 

@@ -66,7 +66,8 @@ def _run_dir(text: str) -> Path:
 def compare_command(args: argparse.Namespace) -> int:
     from workloads.cli import CliError
     from workloads.cli.checks import non_empty, writable_dir
-    from workloads.cli.run import _joined, _progress, summary_table
+    from workloads.cli.lifecycle import command_scope
+    from workloads.cli.run import _joined, _progress, refuse_duplicates, summary_table
     from workloads.report import render_report
     from workloads.results.store import RunExistsError, run_dir_free
     from workloads.run import tempdirs
@@ -81,10 +82,11 @@ def compare_command(args: argparse.Namespace) -> int:
     )
 
     tempdirs.sweep([None, args.results_dir])  # folders of runs killed earlier (kill -9)
+    refuse_duplicates("SPEC", list(args.specs))
     specs = load_specs(args.specs or DEFAULT_SPECS, args.events)
-    backends = tuple(non_empty("--backend", _joined(args.backend), args.backend)
+    backends = tuple(non_empty("--backend", _joined(args.backend, "--backend"), args.backend)
                      or default_backends(lambda line: print(line, file=sys.stderr)))
-    strategies = non_empty("--strategy", _joined(args.strategy), args.strategy)
+    strategies = non_empty("--strategy", _joined(args.strategy, "--strategy"), args.strategy)
     sweep = None
     if args.sweep is not None:
         from workloads.run.sweep import SweepError, parse_sweep
@@ -102,13 +104,14 @@ def compare_command(args: argparse.Namespace) -> int:
     except RunExistsError as exc:
         raise CliError(f"--results-dir {args.results_dir}: {exc}") from None
     step, close = _progress(planned_jobs(configs), "compare")
-    try:
-        outcomes = run_comparison(configs, master=args.master, in_process=args.in_process,
-                                  on_job=step)
-    finally:
-        close()
-    run_dir = write_comparison(outcomes, args.results_dir)
-    report = render_report(run_dir)
+    with command_scope(args.results_dir):  # no process or folder of the run outlives it
+        try:
+            outcomes = run_comparison(configs, master=args.master, in_process=args.in_process,
+                                      on_job=step)
+        finally:
+            close()
+        run_dir = write_comparison(outcomes, args.results_dir)
+        report = render_report(run_dir)
     for outcome in outcomes:
         print(f"\n{outcome.config.spec.name}")
         print(summary_table(outcome))
@@ -118,9 +121,11 @@ def compare_command(args: argparse.Namespace) -> int:
 
 def report_command(args: argparse.Namespace) -> int:
     from workloads.cli.checks import writable_file
+    from workloads.cli.diff import refuse_clobber
     from workloads.report import render_report
 
     run_dir = _run_dir(args.run_dir)
+    refuse_clobber("-o", args.output, [run_dir])
     output = writable_file("-o", args.output) if args.output else None
     out = render_report(run_dir, output)
     print(out)

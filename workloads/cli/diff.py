@@ -14,7 +14,6 @@ both sides alike. To compare two commits, see ``statebench ab``.
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 
 from workloads.cli.run import _positive
@@ -70,12 +69,33 @@ def _run_dir(text: str) -> Path:
     return check_run_folder(text)
 
 
+def refuse_clobber(option: str, output: str | Path | None, run_dirs: list[Path]) -> None:
+    """An output file must not be one of the input run folders' own data (``-o RUN/run.json``
+    replaced the run's record with a page)."""
+    from workloads.cli import CliError
+    from workloads.results.store import META_FILE, ROWS_FILE
+
+    if output is None:
+        return
+    target = Path(output).resolve()
+    for run_dir in run_dirs:
+        for name in (ROWS_FILE, META_FILE):
+            if target == (run_dir / name).resolve():
+                raise CliError(f"{option} {output}: is {run_dir}'s {name}; write the page "
+                               "somewhere else")
+
+
 def diff_command(args: argparse.Namespace) -> int:
     from workloads.report.diff import summary_lines, write_diff_page
     from workloads.report.load import load_run
     from workloads.report.verdict import Side
 
     run_a, run_b = _run_dir(args.run_a), _run_dir(args.run_b)
+    refuse_clobber("-o", args.output, [run_a, run_b])
+    if args.output:
+        from workloads.cli.checks import writable_file
+
+        writable_file("-o", args.output)
     if args.rerun:
         return _rerun(run_a, run_b, args)
     a, b = Side.of("A", load_run(run_a)), Side.of("B", load_run(run_b))
@@ -87,18 +107,18 @@ def diff_command(args: argparse.Namespace) -> int:
 
 
 def _rerun(run_a: Path, run_b: Path, args: argparse.Namespace) -> int:
-    import shutil
+    from workloads.cli.ab import invocation_from_run, run_session, session
+    from workloads.results.store import write_text_atomic
+    from workloads.run import tempdirs
 
-    from workloads.cli.ab import invocation_from_run, run_session, session_dir
-
-    root = session_dir(args.results_dir)
-    with tempfile.TemporaryDirectory(prefix="statebench-rerun-") as tmp:
+    with tempdirs.temp_dir("statebench-rerun-") as tmp:  # owner-tagged: swept if killed
+        # both stored configurations are read and checked before the session folder exists
         a = invocation_from_run(run_a, "A", Path(tmp), args.repetitions)
         b = invocation_from_run(run_b, "B", Path(tmp), args.repetitions)
-        out = run_session(a, b, args.rounds, root, args.alpha,
-                          extra={"rerun_of": {"A": str(run_a), "B": str(run_b)}})
+        with session(args.results_dir) as root:
+            out = run_session(a, b, args.rounds, root, args.alpha,
+                              extra={"rerun_of": {"A": str(run_a), "B": str(run_b)}})
     if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(out, args.output)
+        write_text_atomic(args.output, out.read_text(encoding="utf-8"))
         print(f"copied:  {args.output}")
     return 0

@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import dataclasses
 import math
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -106,10 +107,67 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run_command)
 
 
-def _joined(values: list[str] | None) -> list[str] | None:
+def _joined(values: list[str] | None, option: str | None = None) -> list[str] | None:
+    """The items of a repeatable comma-separated option; with ``option``, an item given twice
+    is refused (see :func:`refuse_duplicates`)."""
     if not values:
         return None
-    return [item for value in values for item in split_list(value)]
+    items = [item for value in values for item in split_list(value)]
+    if option is not None:
+        refuse_duplicates(option, items)
+    return items
+
+
+def _canonical(option: str, item: str) -> str:
+    """What makes two items of ``option`` the same: a strategy's canonical label
+    (``incremental(5,false)`` = ``incremental(5, false)``), else the text."""
+    if option == "--strategy":
+        import backends
+
+        try:
+            return backends.parse_strategy(item).label
+        except ValueError:
+            return item  # the run's own check names what is wrong with it
+    return item
+
+
+def refuse_duplicates(option: str, items: list[str]) -> None:
+    """One line when a list names the same thing twice: ``--backend heap,heap`` ran (and
+    counted) every heap scenario twice, a compare's spec twice its workload."""
+    from workloads.cli import CliError
+
+    seen: dict[str, str] = {}
+    for item in items:
+        key = _canonical(option, item)
+        if key in seen:
+            same = (f"'{item}'" if seen[key] == item
+                    else f"'{seen[key]}' and '{item}' (the same {option.lstrip('-')})")
+            raise CliError(f"{option}: {same} given twice; name each once")
+        seen[key] = item
+
+
+def same_folder(a: str | Path, b: str | Path) -> bool:
+    """Whether two local folder names (existing or not) are one folder."""
+    return os.path.realpath(os.path.abspath(a)) == os.path.realpath(os.path.abspath(b))
+
+
+def refuse_overlap(results_dir: str, checkpoint_dir: str | None) -> None:
+    """Checkpoints go to ``<checkpoint dir>/<run id>/`` and results to
+    ``<results dir>/<run id>/``: one folder for both makes the run's checkpoints take its
+    results' place, and the results were lost at the end of the run. Refused up front."""
+    from workloads.cli import CliError
+
+    if checkpoint_dir is None:
+        return
+    local = checkpoint_dir
+    if "://" in local:
+        if not local.startswith("file://"):
+            return
+        local = local[len("file://"):] or "/"
+    if same_folder(local, results_dir):
+        raise CliError(f"--checkpoint-dir {checkpoint_dir}: is the --results-dir; both write a "
+                       "<run id> folder there, so the results could not be published; give "
+                       "checkpoints a folder of their own")
 
 
 def build_config(args: argparse.Namespace, checkpoint_root: str | None) -> RunConfig:
@@ -121,9 +179,9 @@ def build_config(args: argparse.Namespace, checkpoint_root: str | None) -> RunCo
         spec = spec.with_overrides(events=args.events)
     if args.in_process and args.master:
         raise CliError("--in-process and --master exclude each other")
-    backends = tuple(non_empty("--backend", _joined(args.backend), args.backend)
+    backends = tuple(non_empty("--backend", _joined(args.backend, "--backend"), args.backend)
                      or ("heap", "rocksdb"))
-    strategies = non_empty("--strategy", _joined(args.strategy), args.strategy)
+    strategies = non_empty("--strategy", _joined(args.strategy, "--strategy"), args.strategy)
     sweep = None
     if getattr(args, "sweep", None) is not None:
         from workloads.run.sweep import SweepError, parse_sweep
@@ -170,6 +228,7 @@ def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:
     from workloads.results.store import RunExistsError, run_dir_free
 
     checks.writable_dir("--results-dir", args.results_dir)
+    refuse_overlap(args.results_dir, args.checkpoint_dir)
     try:
         run_dir_free(args.results_dir, cfg.run_id)
     except RunExistsError as exc:
@@ -183,11 +242,19 @@ def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from workloads.cli.lifecycle import command_scope
     from workloads.run import tempdirs
 
     tempdirs.sweep([None, args.results_dir])  # folders of runs killed earlier (kill -9)
     cfg = build_config(args, args.checkpoint_dir)
     preflight(args, cfg)
+    with command_scope(args.results_dir):  # no process or folder of the run outlives it
+        return _run_checked(args, cfg)
+
+
+def _run_checked(args: argparse.Namespace, cfg: RunConfig) -> int:
+    from workloads.run import tempdirs
+
     checkpoints = (tempdirs.temp_dir("statebench-checkpoints-") if args.checkpoint_dir is None
                    else contextlib.nullcontext(args.checkpoint_dir))
     with checkpoints as checkpoint_root:

@@ -28,6 +28,7 @@ from workloads.report.verdict import (
     judge_all,
     side_stat,
 )
+from workloads.results.store import write_text_atomic
 
 #: run.json facts that change timings but not counted numbers.
 ENVIRONMENT_FIELDS = (
@@ -293,7 +294,7 @@ def write_diff_page(a: Side, b: Side, out: str | Path, alpha: float = ALPHA) -> 
     """Write :func:`diff_page` to ``out`` and return it."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(diff_page(a, b, alpha), encoding="utf-8")
+    write_text_atomic(path, diff_page(a, b, alpha))  # complete or not at all
     return path
 
 

@@ -23,6 +23,7 @@ from workloads.report.tables import (
 )
 from workloads.report.template import chart_html, page
 from workloads.report.verdict import Side
+from workloads.results.store import write_text_atomic
 
 SECTION_TITLES = {
     "pareto": "Trade-off",
@@ -93,7 +94,7 @@ def render_report(run_dir: str | Path, out_path: Path | None = None) -> Path:
     run = load_run(run_dir)
     out = Path(out_path) if out_path is not None else run.run_dir / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report_html(run), encoding="utf-8")
+    write_text_atomic(out, report_html(run))  # never a truncated page that looks complete
     return out
 
 
@@ -107,5 +108,5 @@ def render_diff(run_a: str | Path, run_b: str | Path, out_path: str | Path | Non
     a, b = load_run(run_a), load_run(run_b)
     out = Path(out_path) if out_path is not None else b.run_dir / "diff.html"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(diff_html(a, b), encoding="utf-8")
+    write_text_atomic(out, diff_html(a, b))
     return out

@@ -14,9 +14,11 @@ folder, which the next run's start-up sweep removes once its owner is gone.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import platform
+import secrets
 import shutil
 import subprocess
 import sys
@@ -137,6 +139,41 @@ def _fsync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` so that it appears complete or not at all, never truncated.
+
+    The bytes go to a hidden, owner-tagged sibling (``.<name>.statebench-tmp-pid...``), are
+    flushed to disk, and the file is renamed over ``path``; the folder is flushed too. A kill or
+    a full disk leaves the old file (or none) and at most that sibling, which the next write of
+    the same name removes once its owner is gone. Every file the CLI writes goes through here
+    (report.html, diff.html, ab.json, the run folder's run.json has its own).
+    """
+    from backends.tempdirs import owner_tag, stale
+
+    target = Path(path)
+    folder = target.parent
+    prefix = f".{target.name}.statebench-tmp-"
+    try:
+        for old in folder.glob(glob.escape(prefix) + "*"):
+            if stale("statebench-" + old.name[len(prefix):]):  # judged by its owner tag
+                old.unlink(missing_ok=True)
+    except OSError:
+        pass
+    tmp = folder / f"{prefix}{owner_tag()}{secrets.token_hex(4)}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync(folder)
+    return target
 
 
 def write_run_dir(run_id: str, rows: pa.Table, meta: dict[str, Any],

@@ -18,6 +18,7 @@ rename there is a one-line fix.
 from __future__ import annotations
 
 import gc
+import hashlib
 import re
 import time
 from collections.abc import Callable
@@ -29,11 +30,24 @@ import pyarrow.fs as pafs
 from workloads.run import tempdirs
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+#: Longest slug: a path component must stay under NAME_MAX (255 bytes) with room for prefixes.
+MAX_SLUG = 96
 
 
 def slug(text: str) -> str:
-    """A file-name-safe form of a scenario label, e.g. ``ycsb-a_heap_incremental_5_false``."""
-    return _SAFE.sub("_", text).strip("_")
+    """A file-name-safe form of a name that becomes one path component (a scenario label, a
+    workload name, a run id), e.g. ``ycsb-a_heap_incremental_5_false``.
+
+    It never holds a separator, is never ``.``/``..``/empty or hidden, and never exceeds
+    :data:`MAX_SLUG` characters: a name cut short or with nothing safe left ends in a hash of
+    the whole name, so different names stay different folders.
+    """
+    out = _SAFE.sub("_", text).strip("_.")
+    if out and len(out) <= MAX_SLUG:
+        return out
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    head = out[:MAX_SLUG - len(digest) - 1].rstrip("_.")
+    return f"{head}-{digest}" if head else f"x-{digest}"
 
 
 def join(root: str, *parts: str) -> str:

@@ -17,10 +17,11 @@ from typing import Any
 import pyarrow as pa
 
 from workloads.results.store import DEFAULT_RESULTS_DIR, run_metadata, write_run_dir
+from workloads.run import checkpoints as ck
 from workloads.run import tempdirs
 from workloads.run.engines import make_engine
 from workloads.run.metrics import METRIC_SCHEMA
-from workloads.run.plan import RunConfig, RunOutcome, new_run_id, plan_scenarios
+from workloads.run.plan import PlanError, RunConfig, RunOutcome, new_run_id, plan_scenarios
 from workloads.run.runner import JobCallback, run
 from workloads.spec import WorkloadSpec, load_spec
 
@@ -58,7 +59,7 @@ def load_specs(names: Sequence[str], events: int | None = None) -> list[Workload
     seen: set[str] = set()
     for spec in specs:
         if spec.name in seen:
-            raise ValueError(f"workload '{spec.name}' is given twice")
+            raise PlanError(f"workload '{spec.name}' is given twice (two SPECs of one name)")
         seen.add(spec.name)
     return specs
 
@@ -94,7 +95,8 @@ def run_comparison(
     checkpoint_base = tempdirs.make("statebench-compare-ckpt-")  # owner-tagged: swept if killed
     try:
         for cfg in configs:
-            cfg = replace(cfg, checkpoint_root=f"{checkpoint_base}/{cfg.spec.name}")
+            # a workload's name is untrusted: one safe path component (`../x` stays inside)
+            cfg = replace(cfg, checkpoint_root=ck.join(checkpoint_base, ck.slug(cfg.spec.name)))
             outcomes.append(run(cfg, engine, on_job))
     finally:
         tempdirs.remove(checkpoint_base)

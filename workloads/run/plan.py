@@ -73,6 +73,9 @@ class RunConfig:
                 raise PlanError(
                     f"unknown backend '{kind}'; expected one of {', '.join(RUN_BACKENDS)}"
                 )
+        twice = next((k for i, k in enumerate(self.backends) if k in self.backends[:i]), None)
+        if twice is not None:  # it would run, and count, every scenario of it twice
+            raise PlanError(f"backend '{twice}' is given twice")
         if any(flink_lanes.is_lane(kind) for kind in self.backends):
             try:  # up front: the extra, a JDK 17, the worker compiled once for every task
                 flink_lanes.check_available()

@@ -45,7 +45,16 @@ from backends.tempdirs import (  # noqa: F401 - this module's public interface
 )
 
 
+def _held_off(signum: int, frame: FrameType | None) -> None:
+    """A second SIGINT/SIGTERM while the first one unwinds: the process is already ending, and
+    interrupting its clean-up would leave folders and processes behind (a Ctrl-C reaches
+    ``statebench ab`` and its child twice: from the terminal and forwarded)."""
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) is _on_signal:
+            signal.signal(sig, _held_off)
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise SystemExit(128 + signum)

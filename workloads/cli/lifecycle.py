@@ -1,0 +1,84 @@
+"""The end of a command that ran work: nothing it started outlives it, success or not.
+
+Why this exists: a task's folders belong to the process that runs the task. Inside Spark that is
+a Python worker forked by pyspark's daemon, which keeps it (and its idle Flink JVM, see
+``workloads/run/flink_lane.py``) for the next task and ends it with SIGHUP when the context
+stops, so no ``atexit`` or ``finally`` of the worker runs: its folders stayed in the temp dir
+after every successful Spark run with a Flink lane. The same holds for this process's own idle
+Flink JVM. So when a command ends (normally, with an error, or interrupted), :func:`command_scope`
+
+1. closes this process's idle Flink workers (their JVMs and folders),
+2. stops the Spark context if the command started it (a host program's or a test's session is
+   left alone), which ends pyspark's workers, and waits for the ones that own folders,
+3. sweeps the temp dir and the command's other roots: the folders of owners that are now gone
+   (``workloads.run.tempdirs``: only dead owners' folders, never another run's live ones).
+
+Only then does the CLI say "temporary folders removed".
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import psutil
+
+from workloads.run import tempdirs
+
+#: Seconds pyspark's workers get to end after the context stopped (they are sent SIGHUP).
+WORKER_EXIT_S = 20.0
+
+
+def spark_active() -> bool:
+    """Whether this process already has a SparkContext (never imports pyspark itself)."""
+    if "pyspark" not in sys.modules:
+        return False
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
+
+
+def _owning_children(roots: list[str | Path | None]) -> list[psutil.Process]:
+    """This process's descendants that own tagged folders under ``roots``."""
+    owners = tempdirs.owners_of(roots)
+    try:
+        children = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
+    return [p for p in children if p.pid in owners]
+
+
+def _stop_spark(roots: list[str | Path | None]) -> None:
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None:
+        return
+    owners = _owning_children(roots)
+    with suppress(Exception):  # a context that is already failing still stops its workers
+        context.stop()
+    psutil.wait_procs(owners, timeout=WORKER_EXIT_S)
+
+
+def finish(roots: Iterable[str | Path | None], stop_spark: bool) -> None:
+    """Steps 1-3 of the module docstring."""
+    roots = [None, *roots]
+    lane = sys.modules.get("workloads.run.flink_lane")
+    if lane is not None:
+        lane.close_idle_workers()
+    if stop_spark and spark_active():
+        _stop_spark(roots)
+    tempdirs.sweep(roots)
+
+
+@contextmanager
+def command_scope(*roots: str | Path | None) -> Iterator[None]:
+    """Run a command's work; on the way out, however it leaves, :func:`finish` (stopping Spark
+    only if no context existed when the scope began)."""
+    started_here = not spark_active()
+    try:
+        yield
+    finally:
+        finish(roots, stop_spark=started_here and spark_active())
