@@ -97,7 +97,8 @@ def _unshare() -> list[str]:
         return []
     probe = subprocess.run([tool, "--pid", "--fork", "--mount-proc", "true"],
                            capture_output=True)
-    return [tool, "--pid", "--fork", "--mount-proc", "--kill-child"] if probe.returncode == 0 else []
+    flags = ["--pid", "--fork", "--mount-proc", "--kill-child"]
+    return [tool, *flags] if probe.returncode == 0 else []
 
 
 _OWNER = """
