@@ -52,6 +52,7 @@ _TAGGED = re.compile(
 GRACE_S = 10.0
 
 _live: dict[str, int] = {}  # path -> fd holding the folder's lock (-1: no lock)
+_removing: dict[str, bool] = {}  # paths whose removal was asked for but did not complete
 _lock = threading.Lock()
 _hooks_installed = False
 _owner_pid = os.getpid()
@@ -110,15 +111,39 @@ def make(prefix: str, dir: str | Path | None = None) -> str:
 def _release(path: str) -> None:
     with _lock:
         fd = _live.pop(str(path), -1)
+        _removing.pop(str(path), None)
     if fd >= 0:
         with suppress(OSError):
             os.close(fd)
 
 
 def remove(path: str | Path) -> None:
-    """Delete a folder made by :func:`make` (missing is fine) and stop tracking it."""
+    """Delete a folder made by :func:`make` (missing is fine) and stop tracking it.
+
+    A folder that another process is still writing into (a Spark task that is being cancelled)
+    may survive the attempt: it then stays listed, and locked, for :func:`retry_removals` and
+    the exit hook."""
+    with _lock:
+        if str(path) in _live:
+            _removing[str(path)] = True
     shutil.rmtree(path, ignore_errors=True)
+    if os.path.lexists(path) and str(path) in _live:
+        return
     _release(str(path))
+
+
+def retry_removals() -> list[str]:
+    """Remove again what :func:`remove` could not remove (its writers have stopped since);
+    returns what is still there."""
+    with _lock:
+        paths = list(_live)
+    stuck = []
+    for path in paths:
+        if _removing.get(path):
+            remove(path)
+            if os.path.lexists(path):
+                stuck.append(path)
+    return stuck
 
 
 def forget(path: str | Path) -> None:
@@ -160,6 +185,7 @@ def _after_fork_in_child() -> None:
     global _owner_pid
     fds = list(_live.values())
     _live.clear()
+    _removing.clear()
     for fd in fds:
         if fd >= 0:
             with suppress(OSError):

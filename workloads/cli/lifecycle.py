@@ -10,8 +10,10 @@ Flink JVM. So when a command ends (normally, with an error, or interrupted), :fu
 1. closes this process's idle Flink workers (their JVMs and folders),
 2. stops the Spark context if the command started it (a host program's or a test's session is
    left alone), which ends pyspark's workers, and waits for the ones that own folders,
-3. sweeps the temp dir and the command's other roots: the folders of owners that are now gone
-   (``workloads.run.tempdirs``: only dead owners' folders, never another run's live ones).
+3. removes again this process's folders that tasks were still writing into when they were
+   first removed (the checkpoint root of a cancelled job), and sweeps the temp dir and the
+   command's other roots: the folders of owners that are now gone (``workloads.run.tempdirs``:
+   only dead owners' folders, never another run's live ones).
 
 Only then does the CLI say "temporary folders removed".
 """
@@ -70,15 +72,35 @@ def finish(roots: Iterable[str | Path | None], stop_spark: bool) -> None:
         lane.close_idle_workers()
     if stop_spark and spark_active():
         _stop_spark(roots)
+    tempdirs.retry_removals()  # folders tasks were still writing into when they were removed
     tempdirs.sweep(roots)
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is, or was raised while handling, a KeyboardInterrupt: pyspark's SIGINT
+    handler cancels the running jobs, and the job's "cancelled" error then replaces the
+    interrupt that caused it."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__context__
+    return False
 
 
 @contextmanager
 def command_scope(*roots: str | Path | None) -> Iterator[None]:
     """Run a command's work; on the way out, however it leaves, :func:`finish` (stopping Spark
-    only if no context existed when the scope began)."""
+    only if no context existed when the scope began). An error that an interrupt caused leaves
+    as the interrupt (exit 130, one line), not as the error."""
     started_here = not spark_active()
     try:
         yield
+    except Exception as exc:
+        if interrupted(exc):
+            raise KeyboardInterrupt from exc
+        raise
     finally:
         finish(roots, stop_spark=started_here and spark_active())

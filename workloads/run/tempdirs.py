@@ -39,6 +39,7 @@ from backends.tempdirs import (  # noqa: F401 - this module's public interface
     pid_namespace,
     remove,
     remove_all,
+    retry_removals,
     stale,
     sweep,
     temp_dir,
