@@ -206,3 +206,16 @@ def test_a_long_workload_name_runs_with_checkpoints(tmp_path: Path) -> None:
     assert any(n.startswith("chk-") for n in names)
     assert max(len(n) for n in names) <= 255
     assert os.path.isdir(tmp_path / "r")
+
+
+@pytest.mark.parametrize("run_id", ["../x", "a/b", "..", "", "r" * 200, ".hidden"])
+def test_a_run_id_that_is_no_folder_name_is_refused(run_id: str, tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from workloads.results.store import RunIdError, write_run_dir
+    from workloads.run.metrics import METRIC_SCHEMA
+
+    with pytest.raises(RunIdError, match="cannot be a folder name"):
+        write_run_dir(run_id, pa.table({f.name: pa.array([], f.type) for f in METRIC_SCHEMA}),
+                      {}, tmp_path / "r")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -118,9 +118,23 @@ class RunExistsError(FileExistsError):
     """The run id is taken in the results folder: a run folder is never overwritten."""
 
 
+class RunIdError(ValueError):
+    """A run id that cannot be one folder name (a separator, ``..``, too long)."""
+
+
+def check_run_id(run_id: str) -> None:
+    """A run id names ``<results_dir>/<run_id>``: it must be exactly one safe folder name."""
+    from workloads.run.checkpoints import slug
+
+    if not isinstance(run_id, str) or slug(run_id) != run_id:
+        raise RunIdError(f"run id {run_id!r} cannot be a folder name: use letters, digits, "
+                         "'.', '_' and '-' only, at most 96 characters")
+
+
 def run_dir_free(results_dir: str | Path, run_id: str) -> None:
     """Raise :class:`RunExistsError` if ``<results_dir>/<run_id>`` exists (checked up front,
-    before a run, and again when publishing)."""
+    before a run, and again when publishing), :class:`RunIdError` if the id is no folder name."""
+    check_run_id(run_id)
     target = Path(results_dir) / run_id
     if target.exists() or target.is_symlink():
         raise RunExistsError(f"run id {run_id} is taken: {target} exists (results are never "
@@ -185,6 +199,7 @@ def write_run_dir(run_id: str, rows: pa.Table, meta: dict[str, Any],
     the results folder never holds a run without its rows or its run.json.
     """
     root = Path(results_dir)
+    check_run_id(run_id)  # before anything is made
     root.mkdir(parents=True, exist_ok=True)
     run_dir_free(root, run_id)
     run_dir = root / run_id
