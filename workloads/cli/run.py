@@ -227,8 +227,8 @@ def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:
     from workloads.generator import total_events
     from workloads.results.store import RunExistsError, run_dir_free
 
+    refuse_overlap(args.results_dir, args.checkpoint_dir)  # before either folder is made
     checks.writable_dir("--results-dir", args.results_dir)
-    refuse_overlap(args.results_dir, args.checkpoint_dir)
     try:
         run_dir_free(args.results_dir, cfg.run_id)
     except RunExistsError as exc:
