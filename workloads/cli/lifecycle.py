@@ -34,12 +34,15 @@ WORKER_EXIT_S = 20.0
 
 
 def spark_active() -> bool:
-    """Whether this process already has a SparkContext (never imports pyspark itself)."""
+    """Whether this process has a SparkContext that finished starting (never imports pyspark
+    itself). One still starting (a master that never registers it, abandoned on a helper
+    thread by ``engines.spark``) is left to end with the process."""
     if "pyspark" not in sys.modules:
         return False
     from pyspark import SparkContext
 
-    return SparkContext._active_spark_context is not None
+    context = SparkContext._active_spark_context
+    return context is not None and getattr(context, "_jsc", None) is not None
 
 
 def _owning_children(roots: list[str | Path | None]) -> list[psutil.Process]:
@@ -56,7 +59,7 @@ def _stop_spark(roots: list[str | Path | None]) -> None:
     from pyspark import SparkContext
 
     context = SparkContext._active_spark_context
-    if context is None:
+    if context is None or getattr(context, "_jsc", None) is None:
         return
     owners = _owning_children(roots)
     with suppress(Exception):  # a context that is already failing still stops its workers
