@@ -1,82 +1,85 @@
 """asv: Flink's own per-op rates beside statebench's, measured in the same run, per commit.
 
-`setup_cache` starts one JVM worker per Flink backend and measures every (backend, TTL mode,
-op) on both sides back to back (``bench/flink_ops.py``: JMH-style rounds in the JVM, the same
-rounds in Python). The tracks read those numbers. asv treats larger as worse, so they are times
-per op and ratios of times:
+`setup_cache` runs the per-op suite's full protocol once (``bench/flink_ops.py``: 3 fresh JVMs
+per backend and TTL mode, warm-up until steady, 5 measured 1 s iterations; 6 fresh
+interpreters with calibrated >= 100 ms values; 100 k keys; about 20 minutes; the lean one
+with ``STATEBENCH_PEROP_PROTOCOL=lean asv run ...``) and builds its document
+(``bench/perop.py``). The tracks read that document. asv treats larger as worse, so
+they are times per op and ratios of times:
 
-* ``track_flink_time_per_op`` and ``track_statebench_time_per_op``: median seconds per op;
+* ``track_flink_time_per_op`` and ``track_statebench_time_per_op``: 1 / the median rate;
 * ``track_statebench_over_flink``: statebench's time per op / Flink's (how much slower);
 * ``track_ttl_cost_statebench_over_flink``: for TTL on and on without background cleanup,
   statebench's slowdown from TTL divided by Flink's (1 = the same relative cost; the goal is
-  within 1.5x either way). TTL off has nothing to compare and is skipped.
+  within 1.5x either way; the interval and verdict are in the document). TTL off has nothing to
+  compare and is skipped.
 
-Without Flink's extra or a JDK every benchmark here is skipped (NotImplementedError).
+Without Flink's extra or a JDK every benchmark here is skipped with the reason: ``setup_cache``
+returns ``{"unavailable": reason}`` (never None: asv then calls the benchmarks without the cache
+argument) and ``setup`` raises NotImplementedError, asv's skip.
 """
 
 from __future__ import annotations
 
-import statistics
-import tempfile
-from pathlib import Path
+from typing import Any
 
 from asv_runner.benchmarks.mark import skip_for_params
 
-from bench.flink_ops import MODES, OPS
+from bench.flink_ops import KINDS, MODES, OPS
 
-KINDS = ["heap", "rocksdb"]
+UNAVAILABLE = "unavailable"
 
 
-def _measure() -> dict | None:
-    from backends.flink import FlinkUnavailableError, FlinkWorker
-    from bench.flink_ops import rates_side_by_side
+def _measure() -> dict[str, Any]:
+    from backends.flink import FlinkUnavailableError
+    from bench.flink_ops import protocol_from_env
+    from bench.perop import run
 
-    out: dict = {}
-    for kind in KINDS:
-        try:
-            worker = FlinkWorker(kind)
-        except FlinkUnavailableError:
-            return None
-        try:
-            with tempfile.TemporaryDirectory(prefix="statebench-asv-flink-") as tmp:
-                for mode in MODES:
-                    for op, rates in rates_side_by_side(worker, kind, mode, Path(tmp)).items():
-                        out[(kind, mode, op)] = {
-                            side: 1.0 / statistics.median(r) for side, r in rates.items()
-                        }
-        finally:
-            worker.close()
+    try:
+        doc = run(protocol_from_env(default="full"), None)
+    except FlinkUnavailableError as exc:
+        return {UNAVAILABLE: f"Flink's lanes cannot run here: {exc}"}
+    out: dict[str, Any] = {"rates": {}, "cells": {}}
+    for r in doc["rates"]:
+        out["rates"][f"{r['side']}/{r['backend']}/{r['ttl']}/{r['op']}"] = r["median"]
+    for c in doc["cells"]:
+        out["cells"][f"{c['backend']}/{c['ttl']}/{c['op']}"] = c["ratio"]["value"]
     return out
 
 
 class FlinkOps:
     """Seconds per op on Flink's backends and statebench's, and their ratios."""
 
-    params = (KINDS, list(MODES), list(OPS))
+    params = (list(KINDS), list(MODES), list(OPS))
     param_names = ["backend", "ttl", "op"]
-    timeout = 1800
-    version = "flink-ops-1"
+    timeout = 3600
+    version = "flink-ops-2"  # 2: the full protocol (forks, 100 k keys, >= 1 s iterations)
 
-    def setup_cache(self) -> dict | None:
+    def setup_cache(self) -> dict[str, Any]:
         return _measure()
 
-    def setup(self, cache: dict | None, kind: str, mode: str, op: str) -> None:
-        if cache is None:
-            raise NotImplementedError("Flink's lanes are not installed (statebench[flink], JDK)")
+    setup_cache.timeout = 3600  # type: ignore[attr-defined]  # asv reads it off the function
+
+    def setup(self, cache: dict[str, Any], kind: str, mode: str, op: str) -> None:
+        if UNAVAILABLE in cache:
+            raise NotImplementedError(cache[UNAVAILABLE])
+
+    def _time(self, cache: dict[str, Any], side: str, kind: str, mode: str, op: str) -> float:
+        return 1.0 / cache["rates"][f"{side}/{kind}/{mode}/{op}"]
 
     def track_flink_time_per_op(self, cache: dict, kind: str, mode: str, op: str) -> float:
-        return cache[(kind, mode, op)]["flink"]
+        return self._time(cache, "flink", kind, mode, op)
 
     track_flink_time_per_op.unit = "seconds"  # type: ignore[attr-defined]
 
     def track_statebench_time_per_op(self, cache: dict, kind: str, mode: str, op: str) -> float:
-        return cache[(kind, mode, op)]["statebench"]
+        return self._time(cache, "statebench", kind, mode, op)
 
     track_statebench_time_per_op.unit = "seconds"  # type: ignore[attr-defined]
 
     def track_statebench_over_flink(self, cache: dict, kind: str, mode: str, op: str) -> float:
-        t = cache[(kind, mode, op)]
-        return t["statebench"] / t["flink"]
+        return (self._time(cache, "statebench", kind, mode, op)
+                / self._time(cache, "flink", kind, mode, op))
 
     track_statebench_over_flink.unit = "x"  # type: ignore[attr-defined]
 
@@ -84,7 +87,7 @@ class FlinkOps:
     def track_ttl_cost_statebench_over_flink(
         self, cache: dict, kind: str, mode: str, op: str
     ) -> float:
-        on, off = cache[(kind, mode, op)], cache[(kind, "off", op)]
-        return (on["statebench"] / off["statebench"]) / (on["flink"] / off["flink"])
+        # the document's ratio is of rates, (sb_on/sb_off)/(f_on/f_off); in times it inverts
+        return 1.0 / cache["cells"][f"{kind}/{mode}/{op}"]
 
     track_ttl_cost_statebench_over_flink.unit = "x"  # type: ignore[attr-defined]

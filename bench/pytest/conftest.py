@@ -69,10 +69,24 @@ def pytest_benchmark_update_json(config: Any, benchmarks: Any, output_json: dict
     output_json["statebench_targets"] = paired_targets(saved)
 
 
+def _perop_summary(tr: Any, benchmarks: list[Any]) -> None:
+    """The per-op suite's table (test_bench_flink.py): medians, intervals, unstable flags and
+    verdicts, as `python -m bench.perop run` prints them."""
+    from bench.perop import format_document
+
+    for bench in benchmarks:
+        doc = _info(bench).get("perop")
+        if doc:
+            tr.section("statebench vs Flink: per-op rates and TTL's relative cost")
+            for line in format_document(doc):
+                tr.write_line(line)
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
     session = getattr(config, "_benchmarksession", None)
     if session is None or not session.benchmarks:
         return
+    _perop_summary(terminalreporter, session.benchmarks)
     rows = statebench_ratios(session.benchmarks)
     if not rows:
         return

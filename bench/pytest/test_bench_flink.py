@@ -1,12 +1,13 @@
 """Flink's own per-op rates beside statebench's, and the JVM lane's protocol overhead.
 
-Run: `python -m pytest bench/pytest/test_bench_flink.py`. Flink's rates come from the worker's
-in-JVM loop (JMH style: warm-up rounds, then measured rounds of fixed wall time; median); the
-same ops run on statebench's backends in the same test, the same way, so the ratios
-statebench/Flink are same-run numbers. Ops: value update/get, list add/get, map put/get/iterate
-(per entry); TTL off, on (Flink's default background cleanup: heap incremental 5 per access,
-RocksDB compaction filter) and on without background cleanup. The saved JSON's extra_info holds
-every rate, every ratio, and each side's relative cost of TTL (rate with TTL / rate without).
+Run: `python -m pytest bench/pytest/test_bench_flink.py`. The per-op test runs the per-op suite
+(bench/flink_ops.py, bench/perop.py) under its lean protocol: 2 fresh JVMs per backend and TTL
+mode (warm-up until steady, 3 measured iterations of 200 ms), 2 fresh interpreters (values of at
+least 100 ms, calibrated), 100 k keys. `STATEBENCH_PEROP_PROTOCOL=full` runs the full protocol
+(3 forks x 5 x 1 s, 6 workers; about 20 minutes), as asv does. The suite's document (medians
+with 95% intervals, pyperf's unstable flag, a verdict per cell) goes into the saved JSON's
+extra_info under "perop" and is printed at the end of the run; `python -m bench.perop run`
+gives the same outside pytest.
 
 The protocol test sends the same ops as one pre-encoded batch from Python and compares the
 per-op time with Flink's own loop: the lane's overhead (transfer + decode) should be at most 25%
@@ -24,24 +25,13 @@ import numpy as np
 import pytest
 
 from backends.flink import FlinkUnavailableError, FlinkWorker, wire
-from bench.flink_ops import (
-    JVM_ROUND_MS,
-    JVM_ROUNDS,
-    JVM_WARMUP,
-    KEYS,
-    MODES,
-    NOW,
-    OPS,
-    PY_ROUND_S,
-    PY_ROUNDS,
-    PY_WARMUP,
-    descs,
-    rates_side_by_side,
-)
+from bench.flink_ops import KEYS, LEAN, NOW, OPS, descs, protocol_from_env
+from bench.perop import format_document, run
 
 BATCH_OPS = 50_000
 OVERHEAD_TARGET = 0.25
 PAIRS = 7
+VERDICTS = {"agree", "disagree", "undecided"}
 
 
 def _start(kind: str) -> FlinkWorker:
@@ -60,44 +50,23 @@ def workers() -> Iterator[dict[str, FlinkWorker]]:
 
 
 # ------------------------------------------------------------------------- tests
-@pytest.mark.parametrize("kind", ["heap", "rocksdb"])
-def test_per_op_rates_statebench_vs_flink(benchmark, workers, kind, tmp_path) -> None:
-    rows: dict[str, dict[str, Any]] = {}
+def test_per_op_rates_statebench_vs_flink(benchmark: Any) -> None:
+    from backends.flink.lanes import check_available
 
-    def measure() -> None:
-        for mode in MODES:
-            both = rates_side_by_side(workers[kind], kind, mode, tmp_path)
-            for op in OPS:
-                flink, ours = both[op]["flink"], both[op]["statebench"]
-                f, s = statistics.median(flink), statistics.median(ours)
-                rows[f"{op}/{mode}"] = {
-                    "flink_ops_per_s": round(f), "statebench_ops_per_s": round(s),
-                    "flink_spread": [round(min(flink)), round(max(flink))],
-                    "statebench_spread": [round(min(ours)), round(max(ours))],
-                    "statebench_over_flink": round(s / f, 4),
-                }
-
-    benchmark.pedantic(measure, rounds=1, iterations=1)
-    relative = {}
-    for op in OPS:
-        for mode in ("on", "on_no_bg"):
-            on, off = rows[f"{op}/{mode}"], rows[f"{op}/off"]
-            f_rel = on["flink_ops_per_s"] / off["flink_ops_per_s"]
-            s_rel = on["statebench_ops_per_s"] / off["statebench_ops_per_s"]
-            relative[f"{op}/{mode}"] = {
-                "flink_ttl_over_off": round(f_rel, 3), "statebench_ttl_over_off": round(s_rel, 3),
-                "within_1_5x": 1 / 1.5 <= s_rel / f_rel <= 1.5,
-            }
-    benchmark.extra_info.update(flink_backend=kind, keys=KEYS, flink_rates=rows,
-                                relative_cost_of_ttl=relative,
-                                jvm_rounds=[JVM_WARMUP, JVM_ROUNDS, JVM_ROUND_MS],
-                                python_rounds=[PY_WARMUP, PY_ROUNDS, PY_ROUND_S])
-    print(f"\n[flink {kind}] op/mode: flink ops/s, statebench ops/s, statebench/flink")
-    for name, row in rows.items():
-        print(f"  {name:24s} {row['flink_ops_per_s']:>11,} {row['statebench_ops_per_s']:>11,}"
-              f"  {row['statebench_over_flink']:.3f}")
-    assert len(rows) == len(OPS) * len(MODES)
-    assert all(r["flink_ops_per_s"] > 0 and r["statebench_ops_per_s"] > 0 for r in rows.values())
+    try:
+        check_available()
+    except FlinkUnavailableError as exc:
+        pytest.skip(str(exc))
+    protocol = protocol_from_env()
+    doc: dict[str, Any] = {}
+    benchmark.pedantic(lambda: doc.update(run(protocol, None)), rounds=1, iterations=1)
+    benchmark.extra_info.update(perop=doc)
+    print("\n" + "\n".join(format_document(doc)))
+    assert len(doc["rates"]) == 2 * 2 * 3 * len(OPS)  # sides x backends x TTL modes x ops
+    assert all(r["median"] > 0 and r["ci_low"] <= r["median"] <= r["ci_high"]
+               and isinstance(r["unstable"], bool) for r in doc["rates"])
+    assert len(doc["cells"]) == 28
+    assert {c["verdict"] for c in doc["cells"]} <= VERDICTS
 
 
 @pytest.mark.parametrize("kind", ["heap", "rocksdb"])
@@ -123,19 +92,19 @@ def test_protocol_overhead_batch_vs_jvm_loop(benchmark, workers, kind, mode) -> 
                                            keys, values if op == "value_update" else None)
             encode_s = time.perf_counter() - t0
             reads = BATCH_OPS if op == "value_get" else 0
-            worker.batch().bench(state, op, keys=KEYS, warmup=JVM_WARMUP, rounds=1,
-                                 round_ms=JVM_ROUND_MS).flush()  # fills the state, warms the JIT
+            worker.batch().bench(state, op, keys=KEYS, warmup=LEAN.jvm_warmup, rounds=1,
+                                 round_ms=LEAN.jvm_iteration_ms).flush()  # fill, warm the JIT
             for _ in range(2):
                 worker.batch().raw(payload, reads=reads).flush()  # warms the batch path
             loop_s, batch_s, jvm_s, pair = [], [], [], []
             for _ in range(PAIRS):  # paired: loop and batch back to back, against load drift
-                (rates,) = worker.batch().bench(state, op, keys=KEYS, warmup=0, rounds=1,
-                                                round_ms=JVM_ROUND_MS).flush()
+                (loop,) = worker.batch().bench(state, op, keys=KEYS, warmup=0, rounds=1,
+                                               round_ms=LEAN.jvm_iteration_ms).flush()
                 t0 = time.perf_counter()
                 got = worker.batch().raw(payload, reads=reads).flush()
                 batch_s.append((time.perf_counter() - t0) / BATCH_OPS)
                 assert len(got) == reads
-                loop_s.append(1 / rates[0])
+                loop_s.append(1 / loop["rates"][0])
                 jvm_s.append(worker.last_batch_jvm_ns / 1e9 / BATCH_OPS)
                 pair.append((batch_s[-1] - loop_s[-1]) / loop_s[-1])
             overhead = statistics.median(pair)

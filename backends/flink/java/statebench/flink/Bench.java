@@ -4,32 +4,48 @@ import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.ValueState;
 
+import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
 
 /**
- * Flink's own per-op rates, JMH style but inside the worker: warm-up rounds, then measured rounds
- * of a fixed wall time each; one rate (ops/s) per measured round. The caller takes the median.
+ * Flink's own per-op rates, JMH style but inside the worker: warm-up iterations until the rate is
+ * steady (at most {@code warmup} of them), then measured iterations of a fixed wall time each.
+ *
+ * <p>The result is a map: {@code rates} (ops/s per measured iteration, wall clock, as JMH),
+ * {@code cpu_rates} (ops per second of this process's CPU time, which includes the GC and JIT
+ * threads, over the same iterations; a shared machine's descheduling does not count there),
+ * {@code warmup} (the warm-up iterations' CPU-time rates) and {@code steady} (whether the
+ * warm-up ended because two consecutive iterations were within {@link #STEADY} of each other by
+ * CPU time rather than because it ran out). A fresh JVM per fork is the caller's job (bench/flink_ops.py).
  *
  * <p>Ops (long keys 0..keys-1 in a seeded shuffled order, LONG values; maps hold 10 user keys per
  * key): value_update, value_get, list_add, list_get (get and consume), map_put, map_get,
- * map_iterate (counted per entry, as flink-benchmarks' @OperationsPerInvocation(10)). The state is
- * filled untimed before the first round (one value / one element / ten entries per key), and for
- * list_add before every round, so list lengths stay bounded as in flink-benchmarks'
- * per-iteration setup.
+ * map_iterate (counted per entry, as flink-benchmarks' @OperationsPerInvocation(10)). A state is
+ * filled untimed before its first op's first iteration (one value / one element / ten entries per
+ * key; value and map ops keep those sizes), lists before each list op and before every list_add
+ * iteration, so list lengths stay bounded as in flink-benchmarks' per-iteration setup.
  */
 final class Bench {
     static final int MAP_KEYS = 10;
+    /** Warm-up is over when two consecutive iterations' rates differ by at most this share. */
+    static final double STEADY = 0.05;
+    /** Warm-up iterations before the steadiness check may end the warm-up. */
+    static final int MIN_WARMUP = 2;
+    /** States already filled (Registered has identity equality; weak: a reset drops them). */
+    private static final java.util.Set<FlinkBackend.Registered> FILLED =
+            java.util.Collections.newSetFromMap(new java.util.WeakHashMap<>());
     /** Keeps results observable so the JIT cannot drop the work. */
     static volatile long sink;
 
     private Bench() {}
 
-    @SuppressWarnings("unchecked")
-    static List<Object> run(FlinkBackend fb, FlinkBackend.Registered r, String op, int keys,
-                            int warmup, int rounds, int roundMs) throws Exception {
+    static Map<String, Object> run(FlinkBackend fb, FlinkBackend.Registered r, String op,
+                                   int keys, int warmup, int rounds, int roundMs)
+            throws Exception {
         if (fb.options.stringKeys) {
             throw new IllegalArgumentException("the in-JVM benchmark needs a worker with long keys");
         }
@@ -54,16 +70,29 @@ final class Bench {
         for (int i = 0; i < MAP_KEYS; i++) {
             mapKeys[i] = (long) i;
         }
+        com.sun.management.OperatingSystemMXBean os =
+                (com.sun.management.OperatingSystemMXBean)
+                        ManagementFactory.getOperatingSystemMXBean();
+        List<Object> warm = new ArrayList<>();
         List<Object> rates = new ArrayList<>();
+        List<Object> cpuRates = new ArrayList<>();
         int perInvocation = op.equals("map_iterate") ? MAP_KEYS : 1;
-        for (int round = 0; round < warmup + rounds; round++) {
-            if (round == 0 || op.equals("list_add")) {
+        boolean warming = warmup > 0;
+        boolean steady = warmup == 0;
+        int iteration = 0;
+        while (rates.size() < rounds) {
+            // filled once per state and JVM (value and map ops leave the sizes as they were);
+            // lists before every list op's first iteration and every list_add iteration
+            boolean list = r.kind == FlinkBackend.LIST;
+            if ((iteration == 0 && (list || FILLED.add(r))) || op.equals("list_add")) {
                 setup(fb, r, keyObjs, values, mapKeys);
             }
+            iteration++;
             long deadline = (long) roundMs * 1_000_000L;
             long count = 0;
             int pos = 0;
             long acc = 0;
+            long cpuStart = os.getProcessCpuTime();
             long start = System.nanoTime();
             long elapsed;
             do {
@@ -77,12 +106,30 @@ final class Bench {
                 count += 256;
                 elapsed = System.nanoTime() - start;
             } while (elapsed < deadline);
+            long cpu = os.getProcessCpuTime() - cpuStart;
             sink += acc;
-            if (round >= warmup) {
-                rates.add(count * perInvocation * 1e9 / elapsed);
+            double rate = count * perInvocation * 1e9 / elapsed;
+            double cpuRate = cpu > 0 ? count * perInvocation * 1e9 / cpu : rate;
+            if (warming) {
+                // steadiness by CPU time: on a shared machine the wall clock never settles
+                warm.add(cpuRate);
+                int n = warm.size();
+                if (n >= MIN_WARMUP) {
+                    double a = (Double) warm.get(n - 2);
+                    steady = Math.abs(cpuRate - a) <= STEADY * Math.max(cpuRate, a);
+                }
+                warming = !steady && n < warmup;
+                continue;
             }
+            rates.add(rate);
+            cpuRates.add(cpuRate);
         }
-        return rates;
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("rates", rates);
+        out.put("cpu_rates", cpuRates);
+        out.put("warmup", warm);
+        out.put("steady", steady);
+        return out;
     }
 
     @SuppressWarnings("unchecked")

@@ -1,0 +1,246 @@
+"""The per-op suite's results: a small JSON document, its printout, and the repeatability check.
+
+Run (from the repository root, with the ``flink`` extra and a JDK)::
+
+    python -m bench.perop run [--protocol lean|full] [--out FILE.json]
+    python -m bench.perop compare A.json B.json C.json
+
+``run`` measures (bench/flink_ops.py), prints the table and writes the document; ``compare``
+prints how many verdicts the runs share and how far each median moved between them.
+
+Document (schema ``statebench-perop-1``)::
+
+    {"schema", "created", "protocol": {...}, "load": {"before": [1, 5, 15 min], "after": [...]},
+     "clock": "cpu"|"wall",
+     "rates": [{"side": "flink"|"statebench", "backend", "ttl", "op", "unit": "ops/s",
+                "median", "ci_low", "ci_high", "mean", "stdev", "min", "max", "n", "groups",
+                "unstable", "unstable_reasons", "steady",
+                "wall": {these numbers by wall clock}, "cpu": {... by process CPU time},
+                "values": {"wall": [[ops/s per value] per process], "cpu": [...],
+                           "warmup": [[warm-up rates] per process]}}],
+     "cells": [{"backend", "ttl": "on"|"on_no_bg", "op",
+                "flink_ttl_over_off": {"value", "ci_low", "ci_high"},
+                "statebench_ttl_over_off": {...},
+                "ratio": {"value", "ci_low", "ci_high"}, "band": [0.667, 1.5],
+                "verdict": "agree"|"disagree"|"undecided", "unstable": bool}]}
+
+The headline numbers (median, interval, verdicts) are by ``clock``: "cpu" (the default) divides
+each iteration's ops by the process's CPU time, "wall" by wall-clock time as JMH and pyperf do.
+Both are always recorded. On this 2-core machine shared by several jobs the wall clock counts
+the time a process waits for a core: at a load of 5.6 one worker's wall-clock map_put rates
+spanned 5.6 k-47 k ops/s while its CPU-time rates spanned 168 k-181 k. JMH and pyperf assume a
+dedicated machine (pyperf's docs ask for isolated CPUs); where there is one, ``--clock wall``
+gives their exact measure.
+
+A cell's ratio is statebench's relative cost of TTL over Flink's, (sb_on / sb_off) /
+(flink_on / flink_off) of median rates: 1 means the same relative cost; a cell "agrees" when its
+whole 95% interval lies within 1.5x either way, "disagrees" when it lies wholly outside, and is
+"undecided" when it straddles an edge. A cell is unstable when any of its four rate series is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import perop_stats as st
+from bench.flink_ops import (
+    KINDS,
+    MODES,
+    OPS,
+    PROTOCOLS,
+    Measurements,
+    Protocol,
+    measure,
+    protocol_json,
+)
+
+SCHEMA = "statebench-perop-1"
+BAND = 1.5
+TTL_MODES = ("on", "on_no_bg")
+
+
+def _series(runs: list, clock: str) -> list[list[float]]:
+    return [r.cpu_rates if clock == "cpu" else r.rates for r in runs]
+
+
+def document(m: Measurements, protocol: Protocol, load_before: Sequence[float],
+             load_after: Sequence[float], clock: str = "cpu") -> dict[str, Any]:
+    """The JSON document of one run of the suite (see the module docstring)."""
+    rates = []
+    for (side, kind, mode, op), runs in sorted(m.items()):
+        shortest = min(r.shortest_s for r in runs)
+        wall = st.summarise(_series(runs, "wall"), shortest).to_json()
+        cpu = st.summarise(_series(runs, "cpu"), shortest).to_json()
+        head = cpu if clock == "cpu" else wall
+        rates.append({"side": side, "backend": kind, "ttl": mode, "op": op, "unit": "ops/s",
+                      **head, "steady": all(r.steady for r in runs), "wall": wall, "cpu": cpu,
+                      "values": {"wall": _series(runs, "wall"), "cpu": _series(runs, "cpu"),
+                                 "warmup": [r.warmup for r in runs]}})
+    unstable = {(r["side"], r["backend"], r["ttl"], r["op"]): r["unstable"] for r in rates}
+    cells = []
+    kinds = sorted({k for _, k, _, _ in m}, key=KINDS.index)
+    for kind in kinds:
+        for mode in TTL_MODES:
+            for op in OPS:
+                s_on, s_off = (_series(m[("statebench", kind, t, op)], clock)
+                               for t in (mode, "off"))
+                f_on, f_off = (_series(m[("flink", kind, t, op)], clock) for t in (mode, "off"))
+                ratio = st.ratio_of_ratios(s_on, s_off, f_on, f_off, BAND)
+                cells.append({
+                    "backend": kind, "ttl": mode, "op": op,
+                    "flink_ttl_over_off": _plain(st.simple_ratio(f_on, f_off)),
+                    "statebench_ttl_over_off": _plain(st.simple_ratio(s_on, s_off)),
+                    "ratio": _plain(ratio), "band": [round(1 / BAND, 4), BAND],
+                    "verdict": ratio.verdict,
+                    "unstable": any(unstable[(side, kind, t, op)]
+                                    for side in ("flink", "statebench") for t in (mode, "off")),
+                })
+    return {"schema": SCHEMA, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "protocol": protocol_json(protocol), "clock": clock, "cpus": os.cpu_count(),
+            "load": {"before": list(load_before), "after": list(load_after)},
+            "rates": rates, "cells": cells}
+
+
+def _plain(r: st.Ratio) -> dict[str, float]:
+    return {"value": r.value, "ci_low": r.ci_low, "ci_high": r.ci_high}
+
+
+def _si(x: float) -> str:
+    for unit, scale in (("M", 1e6), ("k", 1e3)):
+        if x >= scale:
+            return f"{x / scale:.3g} {unit}"
+    return f"{x:.3g}"
+
+
+def format_document(doc: dict[str, Any]) -> list[str]:
+    """The printout: every rate with its interval and the unstable flag, then every cell."""
+    p = doc["protocol"]
+    lines = [
+        f"per-op rates, protocol {p['name']} (Flink: {p['forks']} forks x {p['jvm_iterations']} x "
+        f"{p['jvm_iteration_ms']} ms after warm-up until steady; statebench: {p['workers']} "
+        f"workers x {p['py_values']} values >= {p['py_min_value_s'] * 1000:.0f} ms), "
+        f"{p['keys']:,} keys, clock {doc['clock']}, load {doc['load']['before'][0]:.2f} -> "
+        f"{doc['load']['after'][0]:.2f}",
+        f"{'side':10} {'backend':8} {'ttl':9} {'op':13} {'median':>10} {'95% CI':>21}  flags",
+    ]
+    for r in doc["rates"]:
+        flags = []
+        if r["unstable"]:
+            flags.append("UNSTABLE (" + "; ".join(r["unstable_reasons"]) + ")")
+        if not r["steady"]:
+            flags.append("warm-up not steady")
+        lines.append(f"{r['side']:10} {r['backend']:8} {r['ttl']:9} {r['op']:13} "
+                     f"{_si(r['median']):>10} {_si(r['ci_low']):>10}-{_si(r['ci_high']):<10} "
+                     f" {', '.join(flags)}")
+    lines.append("")
+    lines.append(f"TTL's relative cost, statebench over Flink (agree: 95% CI within {BAND}x)")
+    lines.append(f"{'backend':8} {'ttl':9} {'op':13} {'flink on/off':>12} {'sb on/off':>10} "
+                 f"{'ratio':>6} {'95% CI':>13}  verdict")
+    for c in doc["cells"]:
+        r = c["ratio"]
+        lines.append(
+            f"{c['backend']:8} {c['ttl']:9} {c['op']:13} "
+            f"{c['flink_ttl_over_off']['value']:>12.3f} "
+            f"{c['statebench_ttl_over_off']['value']:>10.3f} "
+            f"{r['value']:>6.2f} {r['ci_low']:>6.2f}-{r['ci_high']:<6.2f}  {c['verdict']}"
+            f"{' (unstable)' if c['unstable'] else ''}")
+    counts = {v: sum(c["verdict"] == v for c in doc["cells"]) for v in
+              ("agree", "disagree", "undecided")}
+    lines.append(", ".join(f"{n} {v}" for v, n in counts.items()) + f" of {len(doc['cells'])}")
+    return lines
+
+
+def compare(docs: Sequence[dict[str, Any]], max_move: float = 0.25) -> dict[str, Any]:
+    """Repeatability of runs of the suite: cells whose verdict is the same in every run, and the
+    largest move of each rate median between runs (max / min - 1)."""
+    def cell_key(c: dict) -> tuple:
+        return c["backend"], c["ttl"], c["op"]
+
+    def rate_key(r: dict) -> tuple:
+        return r["side"], r["backend"], r["ttl"], r["op"]
+
+    verdicts: dict[tuple, list[str]] = {}
+    for doc in docs:
+        for c in doc["cells"]:
+            verdicts.setdefault(cell_key(c), []).append(c["verdict"])
+    medians: dict[tuple, list[float]] = {}
+    for doc in docs:
+        for r in doc["rates"]:
+            medians.setdefault(rate_key(r), []).append(r["median"])
+    complete = {k: v for k, v in verdicts.items() if len(v) == len(docs)}
+    same = [k for k, v in complete.items() if len(set(v)) == 1]
+    moves = {k: st.relative_move(v) for k, v in medians.items() if len(v) == len(docs)}
+    return {
+        "runs": len(docs), "cells": len(complete), "same_verdict": len(same),
+        "flipped": {"/".join(k): v for k, v in complete.items() if len(set(v)) > 1},
+        "max_median_move": max(moves.values()) if moves else 0.0,
+        "medians_over_limit": {"/".join(k): round(v, 3) for k, v in moves.items()
+                               if v > max_move},
+        "loads": [d["load"] for d in docs],
+    }
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def run(protocol: Protocol, out: Path | None, clock: str = "cpu") -> dict[str, Any]:
+    before = _load()
+    m = measure(protocol, progress=lambda s: print(f"  measured {s}", file=sys.stderr, flush=True))
+    doc = document(m, protocol, before, _load(), clock)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(json.dumps(doc, indent=1) + "\n")
+        tmp.replace(out)
+    return doc
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.perop", description=__doc__.split(
+        "\n\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="measure the per-op suite, print it, write its JSON")
+    r.add_argument("--protocol", choices=sorted(PROTOCOLS), default="lean")
+    r.add_argument("--clock", choices=("wall", "cpu"), default="cpu",
+                   help="the clock of the headline medians and verdicts (both are recorded)")
+    r.add_argument("--out", type=Path, default=None)
+    c = sub.add_parser("compare", help="repeatability of several runs' JSON documents")
+    c.add_argument("files", type=Path, nargs="+")
+    args = parser.parse_args(argv)
+    if args.cmd == "run":
+        from backends.flink import FlinkUnavailableError
+
+        try:
+            doc = run(PROTOCOLS[args.protocol], args.out, args.clock)
+        except FlinkUnavailableError as exc:
+            print(f"bench.perop: {exc}", file=sys.stderr)
+            return 2
+        print("\n".join(format_document(doc)))
+        return 0
+    docs = []
+    for f in args.files:
+        try:
+            doc = json.loads(f.read_text())
+        except (OSError, ValueError) as exc:
+            print(f"bench.perop: cannot read {f}: {exc}", file=sys.stderr)
+            return 2
+        if doc.get("schema") != SCHEMA:
+            print(f"bench.perop: {f} is not a {SCHEMA} document", file=sys.stderr)
+            return 2
+        docs.append(doc)
+    print(json.dumps(compare(docs), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+__all__ = ["BAND", "MODES", "compare", "document", "format_document", "main", "run"]

@@ -1,0 +1,164 @@
+"""Statistics of the per-op suite: medians with confidence intervals, pyperf's "unstable" rule,
+and the agree / disagree / undecided verdict of a ratio against a band.
+
+Values come in groups: one group per fork (fresh JVM) or worker process (fresh interpreter), as
+JMH and pyperf take them. Iterations inside one process share its JIT decisions, memory layout
+and whatever else the process drew, so they are not independent: the intervals here resample
+groups first and values inside each drawn group second (a hierarchical bootstrap), which keeps
+the between-process spread in the interval. The bootstrap is seeded, so a given set of values
+always gives the same interval.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Confidence of every interval here.
+CONFIDENCE = 0.95
+#: Bootstrap replicates: the 2.5th/97.5th percentiles of 2,000 replicates move by well under 1%.
+REPLICATES = 2_000
+SEED = 15
+#: pyperf's rules (pyperf/_cli.py, format_checks): a stdev of at least 10% of the mean, a min or
+#: max at least 50% away from the mean, or a raw value shorter than 1 ms make a series unstable.
+UNSTABLE_STDEV = 0.10
+UNSTABLE_MINMAX = 0.50
+UNSTABLE_SHORTEST_S = 0.001
+
+Groups = Sequence[Sequence[float]]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One series of rates (ops/s): its median and interval, and pyperf's stability checks
+    (made on the times per op, as pyperf makes them on timings)."""
+
+    median: float
+    ci_low: float
+    ci_high: float
+    mean: float
+    stdev: float
+    min: float
+    max: float
+    n: int
+    groups: int
+    unstable: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        return {"median": self.median, "ci_low": self.ci_low, "ci_high": self.ci_high,
+                "mean": self.mean, "stdev": self.stdev, "min": self.min, "max": self.max,
+                "n": self.n, "groups": self.groups, "unstable": bool(self.unstable),
+                "unstable_reasons": list(self.unstable)}
+
+
+def _array(groups: Groups) -> np.ndarray:
+    """Groups as a (groups, values) array; ragged groups are cut to the shortest (the protocol
+    gives every process the same number of values, so this only bites on a bad input)."""
+    if not groups or not all(groups):
+        raise ValueError("a series needs at least one group with at least one value")
+    width = min(len(g) for g in groups)
+    return np.array([list(g)[:width] for g in groups], dtype=float)
+
+
+def bootstrap_medians(groups: Groups, replicates: int = REPLICATES,
+                      rng: np.random.Generator | None = None) -> np.ndarray:
+    """Medians of `replicates` hierarchical resamples: groups with replacement, then values with
+    replacement inside each drawn group."""
+    arr = _array(groups)
+    rng = rng if rng is not None else np.random.default_rng(SEED)
+    g, v = arr.shape
+    gi = rng.integers(0, g, size=(replicates, g))
+    vi = rng.integers(0, v, size=(replicates, g, v))
+    drawn = arr[gi[:, :, None], vi]
+    return np.median(drawn.reshape(replicates, g * v), axis=1)
+
+
+def _interval(samples: np.ndarray) -> tuple[float, float]:
+    tail = (1 - CONFIDENCE) / 2 * 100
+    lo, hi = np.percentile(samples, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
+def unstable_reasons(times: Sequence[float], shortest_s: float | None = None) -> tuple[str, ...]:
+    """pyperf's warnings for a series of times (seconds per op here; `shortest_s` is the
+    shortest raw value in seconds, when known)."""
+    reasons = []
+    mean = statistics.fmean(times)
+    if len(times) > 1 and statistics.stdev(times) >= UNSTABLE_STDEV * mean:
+        reasons.append(f"stdev >= {UNSTABLE_STDEV:.0%} of the mean")
+    if min(times) <= (1 - UNSTABLE_MINMAX) * mean or max(times) >= (1 + UNSTABLE_MINMAX) * mean:
+        reasons.append(f"min or max >= {UNSTABLE_MINMAX:.0%} off the mean")
+    if shortest_s is not None and shortest_s < UNSTABLE_SHORTEST_S:
+        reasons.append("a raw value under 1 ms")
+    return tuple(reasons)
+
+
+def summarise(groups: Groups, shortest_s: float | None = None) -> Summary:
+    arr = _array(groups)
+    flat = arr.ravel().tolist()
+    lo, hi = _interval(bootstrap_medians(groups))
+    return Summary(
+        median=float(statistics.median(flat)), ci_low=lo, ci_high=hi,
+        mean=statistics.fmean(flat), stdev=statistics.stdev(flat) if len(flat) > 1 else 0.0,
+        min=min(flat), max=max(flat), n=len(flat), groups=arr.shape[0],
+        unstable=unstable_reasons([1 / x for x in flat], shortest_s))
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A ratio of ratios of medians with its bootstrap interval and verdict against a band."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    verdict: str
+
+    def to_json(self) -> dict:
+        return {"value": self.value, "ci_low": self.ci_low, "ci_high": self.ci_high,
+                "verdict": self.verdict}
+
+
+def verdict(lo: float, hi: float, band: float) -> str:
+    """agree when the whole interval lies within [1/band, band], disagree when it lies wholly
+    outside, undecided when it straddles an edge."""
+    if lo >= 1 / band and hi <= band:
+        return "agree"
+    if hi < 1 / band or lo > band:
+        return "disagree"
+    return "undecided"
+
+
+def ratio_of_ratios(num_on: Groups, num_off: Groups, den_on: Groups, den_off: Groups,
+                    band: float) -> Ratio:
+    """(num_on / num_off) / (den_on / den_off) of medians, e.g. statebench's relative cost of TTL
+    over Flink's. Each series is resampled on its own (they come from different processes);
+    the interval is the percentile interval of the replicated ratio."""
+    rng = np.random.default_rng(SEED)
+    reps = [bootstrap_medians(g, rng=rng) for g in (num_on, num_off, den_on, den_off)]
+    replicated = (reps[0] / reps[1]) / (reps[2] / reps[3])
+    meds = [statistics.median(_array(g).ravel().tolist()) for g in (num_on, num_off, den_on,
+                                                                     den_off)]
+    value = (meds[0] / meds[1]) / (meds[2] / meds[3])
+    lo, hi = _interval(replicated)
+    return Ratio(value, lo, hi, verdict(lo, hi, band))
+
+
+def simple_ratio(num: Groups, den: Groups) -> Ratio:
+    """num / den of medians with its interval (no band: verdict "n/a")."""
+    rng = np.random.default_rng(SEED)
+    a, b = bootstrap_medians(num, rng=rng), bootstrap_medians(den, rng=rng)
+    value = statistics.median(_array(num).ravel().tolist()) / statistics.median(
+        _array(den).ravel().tolist())
+    lo, hi = _interval(a / b)
+    return Ratio(value, lo, hi, "n/a")
+
+
+def relative_move(values: Sequence[float]) -> float:
+    """How far apart repeated measurements of one number are: max / min - 1 (0.25 = 25%)."""
+    if min(values) <= 0:
+        return math.inf
+    return max(values) / min(values) - 1

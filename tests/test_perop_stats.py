@@ -1,0 +1,83 @@
+"""The per-op suite's statistics and document: intervals, pyperf's unstable rule, verdicts from
+intervals, and the repeatability check, on synthetic values (the measuring itself is a benchmark:
+bench/pytest/test_bench_flink.py)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from bench import perop_stats as st
+from bench.flink_ops import KINDS, LEAN, MODES, OPS, OpRun
+from bench.perop import SCHEMA, compare, document, format_document
+
+
+def test_verdict_is_decided_only_by_a_whole_interval() -> None:
+    assert st.verdict(0.7, 1.4, 1.5) == "agree"
+    assert st.verdict(0.5, 0.6, 1.5) == "disagree"
+    assert st.verdict(1.6, 2.0, 1.5) == "disagree"
+    assert st.verdict(1.2, 1.7, 1.5) == "undecided"  # straddles 1.5
+    assert st.verdict(0.6, 0.8, 1.5) == "undecided"  # straddles 1/1.5
+
+
+def test_unstable_follows_pyperf_rules() -> None:
+    assert st.unstable_reasons([1.0, 1.01, 0.99]) == ()
+    assert any("stdev" in r for r in st.unstable_reasons([1.0, 1.3, 0.8]))
+    assert any("min or max" in r for r in st.unstable_reasons([1.0] * 9 + [2.6]))
+    assert st.unstable_reasons([1.0, 1.0], shortest_s=0.0005) == ("a raw value under 1 ms",)
+
+
+def test_interval_holds_the_median_repeats_and_keeps_between_process_spread() -> None:
+    rng = random.Random(1)
+    tight = [[100 + rng.random() for _ in range(5)] for _ in range(3)]
+    spread = [[level + rng.random() for _ in range(5)] for level in (80, 100, 120)]
+    a, b = st.summarise(tight), st.summarise(tight)
+    assert a == b  # seeded bootstrap
+    assert a.ci_low <= a.median <= a.ci_high
+    s = st.summarise(spread)
+    assert (s.ci_high - s.ci_low) > 10 * (a.ci_high - a.ci_low)
+
+
+def test_ratio_of_ratios_of_equal_relative_costs_agrees() -> None:
+    off = [[1000.0, 1001.0, 999.0]] * 2
+    on = [[500.0, 500.5, 499.5]] * 2
+    r = st.ratio_of_ratios(on, off, [[v * 3 for v in g] for g in on],
+                           [[v * 3 for v in g] for g in off], 1.5)
+    assert r.value == pytest.approx(1.0)
+    assert r.verdict == "agree"
+    far = st.ratio_of_ratios([[100.0, 101.0]] * 2, off, on, off, 1.5)  # 5x dearer here
+    assert far.verdict == "disagree" and far.ci_high < 1 / 1.5
+
+
+def _measurements(scale: float) -> dict:
+    rng = random.Random(7)
+    m = {}
+    for side in ("flink", "statebench"):
+        for kind in KINDS:
+            for mode in MODES:
+                for op in OPS:
+                    level = scale * (1e6 if mode == "off" else 4e5)
+                    m[(side, kind, mode, op)] = [
+                        OpRun([level * (1 + rng.uniform(-0.02, 0.02)) for _ in range(3)],
+                              [level * (1 + rng.uniform(-0.02, 0.02)) for _ in range(3)],
+                              [level / 2], True, 0.1)
+                        for _ in range(2)]
+    return m
+
+
+def test_document_shape_printout_and_compare() -> None:
+    doc = document(_measurements(1.0), LEAN, [1.0, 1.0, 1.0], [2.0, 1.5, 1.0])
+    assert doc["schema"] == SCHEMA and doc["clock"] == "cpu"
+    assert len(doc["rates"]) == 2 * len(KINDS) * len(MODES) * len(OPS)
+    assert len(doc["cells"]) == 28
+    cell = doc["cells"][0]
+    assert set(cell) >= {"backend", "ttl", "op", "ratio", "verdict", "unstable", "band"}
+    assert cell["verdict"] == "agree"  # both sides lose the same 60% to TTL
+    lines = format_document(doc)
+    assert any("28 of 28" in line or "28 agree" in line for line in lines)
+    slower = document(_measurements(0.7), LEAN, [1.0] * 3, [1.0] * 3)
+    report = compare([doc, doc, slower])
+    assert report["same_verdict"] == 28
+    assert report["max_median_move"] == pytest.approx(1 / 0.7 - 1, rel=0.1)
+    assert len(report["medians_over_limit"]) == len(doc["rates"])  # every median moved 43%
