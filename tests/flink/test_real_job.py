@@ -120,4 +120,5 @@ def test_the_lanes_strategy_ratios_are_within_1_5x_of_the_real_jobs(tmp_path: Pa
     for lane in ("flink-heap", "flink-rocksdb"):
         for side in (result.lanes[lane], result.real[lane]):
             assert all(v > 0 for rates in side.values() for v in rates), table
-        assert result.agreement(lane) <= TOLERANCE, table
+    apart = {lane: result.agreement(lane) for lane in ("flink-heap", "flink-rocksdb")}
+    assert all(v <= TOLERANCE for v in apart.values()), table

@@ -50,6 +50,8 @@ STRATEGIES = ("none", "full_snapshot")
 #: The check's tolerance: the lanes' ratio within this factor of the real job's.
 TOLERANCE = 1.5
 DEFAULT_EVENTS = 1_500_000
+#: Fewer real-job checkpoints than this while its records run say nothing about their cost.
+MIN_CHECKPOINTS = 3
 _COLUMNS = ("key", "ts", "op", "value", "value_size", "map_key")
 
 
@@ -248,6 +250,10 @@ def format_comparison(c: Comparison) -> str:
             f"{c.lane_checkpoints.get(lane, {}).get('full_snapshot', 0)})  "
             f"apart {c.agreement(lane):.2f}x "
             f"{'ok' if c.agreement(lane) <= TOLERANCE else 'DISAGREE'}")
+        if min(ck.values()) < MIN_CHECKPOINTS:
+            lines.append(f"  {'':14s} (the real job took under {MIN_CHECKPOINTS} checkpoints while "
+                         "its records ran: too few to compare; give a shorter "
+                         "--checkpoint-interval-ms or more --events)")
     return "\n".join(lines)
 
 
