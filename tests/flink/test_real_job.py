@@ -122,3 +122,29 @@ def test_the_lanes_strategy_ratios_are_within_1_5x_of_the_real_jobs(tmp_path: Pa
             assert all(v > 0 for rates in side.values() for v in rates), table
     apart = {lane: result.agreement(lane) for lane in ("flink-heap", "flink-rocksdb")}
     assert all(v <= TOLERANCE for v in apart.values()), table
+
+
+@pytest.mark.parametrize(("lane", "strategy", "flags", "query", "incremental"), [
+    ("flink-heap", "none", 1, 1000, False),
+    ("flink-heap", "full_snapshot", 3, 1000, False),
+    ("flink-heap", "incremental(3, true)", 5, 1000, False),
+    ("flink-rocksdb", "compaction_filter(500)", 9, 500, True),
+])
+def test_the_job_gets_the_lanes_ttl_and_checkpoint_settings(
+        tmp_path: Path, lane: str, strategy: str, flags: int, query: int,
+        incremental: bool) -> None:
+    """The StateTtlConfig fields, the compaction filter's per-backend query interval and the
+    checkpoint mode reach the job's command line as the lane opens its worker with them (flags:
+    1 no background cleanup, 2 full snapshot, 4 incremental, 8 compaction filter: every
+    strategy turns Flink's default background cleanup off but its own)."""
+    spec = load_spec("sessions-churn").with_overrides(events=1_000)
+    cfg = _run_config(spec, (lane,), 1, tmp_path, 1)
+    facts = write_events(cfg, tmp_path / "events.bin")
+    job = real_job_config(cfg, facts, lane, strategy, tmp_path / "events.bin", tmp_path / "c")
+    args = dict(zip(job.arguments()[::2], job.arguments()[1::2], strict=False))
+    assert args["--ttl-ms"] == "1000" and args["--flags"] == str(flags)
+    assert args["--query-time"] == str(query)
+    assert args["--incremental"] == str(incremental).lower()  # the spec's mode, RocksDB only
+    assert args["--checkpoint-interval-ms"] == "1500"  # the spec's interval, as wall ms
+    assert args["--state-mask"] == "7" and args["--value-type"] == "2"  # value, list, map; str
+    assert args["--warmup-records"] == str(int(facts.events * 0.1))
