@@ -146,7 +146,8 @@ def _last_json(stdout: str) -> dict[str, Any] | None:
 def run_real_job(cfg: RealJobConfig, java_options: Iterable[str] = ()) -> dict[str, Any]:
     """Run one job in a fresh JVM (the lanes' JVM options and heap) and return its report: the
     keyed function's records/s (first to last record, and after the warm-up), checkpoint
-    counts and Flink's own per-checkpoint statistics (sizes, sync/async/alignment ms)."""
+    counts and Flink's own per-checkpoint statistics (sizes, sync/async/alignment ms), and the
+    JVM's GC ms and CPU seconds (the causes a gap between strategies can be put down to)."""
     build = ensure_worker_built()
     cfg.checkpoint_dir.mkdir(parents=True, exist_ok=True)
     cmd = [build.java, f"-Xmx{cfg.heap_mb}m", *JVM_OPTIONS, *java_options,

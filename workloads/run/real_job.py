@@ -114,6 +114,10 @@ class Comparison:
                 "real_checkpoint_async_ms": {
                     s: [r["checkpoint_async_ms_during_records"] for r in reps]
                     for s, reps in self.reports[lane].items()},
+                "real_jvm_gc_ms": {s: [r["jvm_gc_ms"] for r in reps]
+                                   for s, reps in self.reports[lane].items()},
+                "real_jvm_cpu_s": {s: [r["jvm_cpu_s"] for r in reps]
+                                   for s, reps in self.reports[lane].items()},
             }
         return out
 

@@ -802,6 +802,19 @@ public final class RealJob {
                     c.getStateSize(), c.getCheckpointedSize(), c.getEndToEndDuration(), syncC,
                     asyncC, alignC, delayC));
         }
+        long gcMs = 0;
+        long gcCount = 0;
+        for (java.lang.management.GarbageCollectorMXBean gc
+                : java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()) {
+            gcMs += Math.max(0L, gc.getCollectionTime());
+            gcCount += Math.max(0L, gc.getCollectionCount());
+        }
+        double cpuS = -1;
+        java.lang.management.OperatingSystemMXBean os =
+                java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        if (os instanceof com.sun.management.OperatingSystemMXBean) {
+            cpuS = ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime() / 1e9;
+        }
         double wallS = (last - first) / 1e9;
         double postS = (last - warm) / 1e9;
         return String.format(Locale.ROOT,
@@ -813,6 +826,7 @@ public final class RealJob {
                         + "\"checkpoints_during_records\": %d, "
                         + "\"checkpoint_sync_ms_during_records\": %.1f, "
                         + "\"checkpoint_async_ms_during_records\": %.1f, "
+                        + "\"jvm_gc_ms\": %d, \"jvm_gc_count\": %d, \"jvm_cpu_s\": %.3f, "
                         + "\"state_backend\": \"%s\", \"ttl_clock\": \"logical (record timestamps)\", "
                         + "\"checkpoints\": [%s]}",
                 a.rocksdb ? "rocksdb" : "heap", a.parallelism, records, records - post, wallS,
@@ -820,6 +834,6 @@ public final class RealJob {
                 jobNanos / 1e9, a.intervalMs, a.incremental ? "incremental" : "full",
                 stats.getCounts().getNumberOfCompletedCheckpoints(),
                 stats.getCounts().getNumberOfFailedCheckpoints(), inWindow, syncMs, asyncMs,
-                g.getStateBackendName().orElse("?"), rows);
+                gcMs, gcCount, cpuS, g.getStateBackendName().orElse("?"), rows);
     }
 }
