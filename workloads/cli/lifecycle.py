@@ -21,6 +21,7 @@ Only then does the CLI say "temporary folders removed".
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -46,13 +47,20 @@ def spark_active() -> bool:
 
 
 def _owning_children(roots: list[str | Path | None]) -> list[psutil.Process]:
-    """This process's descendants that own tagged folders under ``roots``."""
+    """This process's descendants that own tagged folders under ``roots``, and what those
+    started (a Flink worker's JVM still writes checkpoints while it shuts down)."""
     owners = tempdirs.owners_of(roots)
     try:
         children = psutil.Process().children(recursive=True)
     except psutil.Error:
         return []
-    return [p for p in children if p.pid in owners]
+    found = {p.pid: p for p in children if p.pid in owners}
+    for proc in list(found.values()):
+        try:
+            found.update({c.pid: c for c in proc.children(recursive=True)})
+        except psutil.Error:
+            continue
+    return list(found.values())
 
 
 def _stop_spark(roots: list[str | Path | None]) -> None:
@@ -75,7 +83,10 @@ def finish(roots: Iterable[str | Path | None], stop_spark: bool) -> None:
         lane.close_idle_workers()
     if stop_spark and spark_active():
         _stop_spark(roots)
-    tempdirs.retry_removals()  # folders tasks were still writing into when they were removed
+    for _ in range(10):  # folders tasks were still writing into when they were removed
+        if not tempdirs.retry_removals():
+            break
+        time.sleep(0.5)
     tempdirs.sweep(roots)
 
 
