@@ -2,7 +2,7 @@
 
 `setup_cache` runs the per-op suite's full protocol once (``bench/flink_ops.py``: 3 fresh JVMs
 per backend and TTL mode, warm-up until steady, 5 measured 1 s iterations; 6 fresh
-interpreters with calibrated >= 100 ms values; 100 k keys; about 20 minutes; the lean one
+interpreters with calibrated >= 100 ms values; 100 k keys; 25-40 minutes here; the lean one
 with ``STATEBENCH_PEROP_PROTOCOL=lean asv run ...``) and builds its document
 (``bench/perop.py``). The tracks read that document. asv treats larger as worse, so
 they are times per op and ratios of times:
@@ -58,7 +58,7 @@ class FlinkOps:
     def setup_cache(self) -> dict[str, Any]:
         return _measure()
 
-    setup_cache.timeout = 3600  # type: ignore[attr-defined]  # asv reads it off the function
+    setup_cache.timeout = 5400  # type: ignore[attr-defined]  # asv reads it off the function
 
     def setup(self, cache: dict[str, Any], kind: str, mode: str, op: str) -> None:
         if UNAVAILABLE in cache:

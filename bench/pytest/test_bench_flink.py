@@ -2,9 +2,9 @@
 
 Run: `python -m pytest bench/pytest/test_bench_flink.py`. The per-op test runs the per-op suite
 (bench/flink_ops.py, bench/perop.py) under its lean protocol: 2 fresh JVMs per backend and TTL
-mode (warm-up until steady, 3 measured iterations of 200 ms), 2 fresh interpreters (values of at
+mode (warm-up until steady, 3 measured iterations of 300 ms), 2 fresh interpreters (values of at
 least 100 ms, calibrated), 100 k keys. `STATEBENCH_PEROP_PROTOCOL=full` runs the full protocol
-(3 forks x 5 x 1 s, 6 workers; about 20 minutes), as asv does. The suite's document (medians
+(3 forks x 5 x 1 s, 6 workers; 25-40 minutes here), as asv does. The suite's document (medians
 with 95% intervals, pyperf's unstable flag, a verdict per cell) goes into the saved JSON's
 extra_info under "perop" and is printed at the end of the run; `python -m bench.perop run`
 gives the same outside pytest.
