@@ -90,7 +90,8 @@ class RealJobConfig:
     state_types: tuple[str, ...]
     ttl_fields: tuple[int, int, int, int, int, int, int]
     start_ms: int = 0
-    warmup_records: int = 0
+    #: warm-up records of each keyed subtask, in subtask order (one value: every subtask)
+    warmup_records: tuple[int, ...] = (0,)
     checkpoint_interval_ms: int = 500
     incremental: bool = False
     parallelism: int = 1
@@ -123,7 +124,8 @@ class RealJobConfig:
             "--ttl-ms": ttl_ms, "--update": update, "--visibility": visibility,
             "--flags": flags, "--incremental-size": inc_size,
             "--incremental-per-record": str(bool(per_record)).lower(),
-            "--query-time": query or 1000, "--warmup-records": self.warmup_records,
+            "--query-time": query or 1000,
+            "--warmup-records": ",".join(str(int(w)) for w in self.warmup_records),
         }
         if self.periodic_compaction_ms is not None:
             args["--periodic-compaction-ms"] = self.periodic_compaction_ms

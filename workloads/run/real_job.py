@@ -164,11 +164,13 @@ def real_job_config(cfg: RunConfig, facts: DataFacts, lane: str, strategy: str,
     op = operator_config(cfg, Scenario(lane, strategy), 0, facts)
     query, periodic = _compaction_options(op.cleanup or op.strategy, dict(op.rocksdb_options))
     kind = LANES[lane]
+    counts = dict(facts.task_counts)  # keyed subtask i is task i: the same key-group ranges
+    warmups = tuple(int(counts.get(t, 0) * op.warmup_fraction) for t in range(op.parallelism))
     ttl = ttl_config(replace(op, time_characteristic="ProcessingTime"))
     return RealJobConfig(
         events=events, kind=kind, checkpoint_dir=checkpoint_dir, value_type=op.value_type,
         state_types=op.state_types, ttl_fields=ttl_fields(ttl, query, periodic),
-        start_ms=op.start_ms, warmup_records=int(facts.events * op.warmup_fraction),
+        start_ms=op.start_ms, warmup_records=warmups,
         checkpoint_interval_ms=interval_ms or op.checkpoint_interval_ms,
         incremental=kind == "rocksdb" and op.checkpoint_mode == "incremental",
         parallelism=op.parallelism, max_parallelism=op.max_parallelism,

@@ -330,7 +330,8 @@ public final class RealJob {
         int incSize;
         boolean incPerRecord;
         long queryTime = 1000L;
-        long warmup;
+        /** Warm-up records of each keyed subtask (the lanes': its task's events x fraction). */
+        long[] warmups = {0L};
     }
 
     /**
@@ -355,6 +356,7 @@ public final class RealJob {
         private transient long warmNanos;
         private transient long lastNanos;
         private transient long lastTs;
+        private transient long warmup;
 
         Replay(Settings s) {
             this.s = s;
@@ -363,7 +365,9 @@ public final class RealJob {
         @Override
         @SuppressWarnings({"unchecked", "rawtypes"})
         public void open(OpenContext context) throws Exception {
-            clock = Clocks.of(getRuntimeContext().getTaskInfo().getIndexOfThisSubtask());
+            int subtask = getRuntimeContext().getTaskInfo().getIndexOfThisSubtask();
+            clock = Clocks.of(subtask);
+            warmup = s.warmups[Math.min(subtask, s.warmups.length - 1)];
             payloads = new HashMap<>();
             lastTs = Long.MIN_VALUE;
             StateTtlConfig ttl = s.ttlMs > 0 ? FlinkBackend.ttl(s.ttlMs, s.update, s.visibility,
@@ -502,7 +506,7 @@ public final class RealJob {
             }
             records++;
             lastNanos = System.nanoTime();
-            if (records == s.warmup) {
+            if (records == warmup) {
                 warmNanos = lastNanos;
             }
         }
@@ -512,13 +516,13 @@ public final class RealJob {
             if (records == 0) {
                 return;
             }
-            long post = Math.max(0L, records - s.warmup);
+            long post = Math.max(0L, records - warmup);
             add("records", new LongCounter(records));
             add("post_warmup_records", new LongCounter(post));
             add("first_nanos", new LongMinimum(firstNanos));
             add("first_wall_ms", new LongMinimum(firstWallMs));
             add("last_nanos", new LongMaximum(lastNanos));
-            add("warm_nanos", new LongMaximum(s.warmup > 0 && post > 0 ? warmNanos : firstNanos));
+            add("warm_nanos", new LongMaximum(warmup > 0 && post > 0 ? warmNanos : firstNanos));
         }
 
         private void add(String name, org.apache.flink.api.common.accumulators.Accumulator<Long, Long> acc) {
@@ -587,7 +591,14 @@ public final class RealJob {
                     case "--incremental-per-record": a.s.incPerRecord = Boolean.parseBoolean(v); break;
                     case "--query-time": a.s.queryTime = Long.parseLong(v); break;
                     case "--periodic-compaction-ms": a.periodicMs = Long.parseLong(v); break;
-                    case "--warmup-records": a.s.warmup = Long.parseLong(v); break;
+                    case "--warmup-records": {
+                        String[] parts = v.split(",");
+                        a.s.warmups = new long[parts.length];
+                        for (int p = 0; p < parts.length; p++) {
+                            a.s.warmups[p] = Long.parseLong(parts[p].trim());
+                        }
+                        break;
+                    }
                     case "--conf": {
                         int eq = v.indexOf('=');
                         if (eq <= 0) {
@@ -691,8 +702,10 @@ public final class RealJob {
         try {
             Args a = parse(argv);
             long count = countEvents(a.events);
-            if (a.s.warmup >= count) {
-                throw new UsageError("--warmup-records must be below the " + count + " events");
+            if (java.util.Arrays.stream(a.s.warmups).sum() >= count
+                    || java.util.Arrays.stream(a.s.warmups).min().orElse(0L) < 0) {
+                throw new UsageError("--warmup-records (per subtask) must be >= 0 and sum to "
+                        + "below the " + count + " events");
             }
             out.println(run(a, count));
             out.flush();
