@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from backends import tempdirs
 from backends.flink.build import ensure_worker_built
 from backends.flink.errors import FlinkWorkerError
 from backends.flink.events import STATE_BITS, VALUE_TYPES
@@ -152,13 +153,19 @@ def run_real_job(cfg: RealJobConfig, java_options: Iterable[str] = ()) -> dict[s
     JVM's GC ms and CPU seconds (the causes a gap between strategies can be put down to)."""
     build = ensure_worker_built()
     cfg.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [build.java, f"-Xmx{cfg.heap_mb}m", *JVM_OPTIONS, *java_options,
-           "-cp", build.classpath, MAIN, *cfg.arguments()]
+    # the MiniCluster's own temporary files (RocksDB's working folders, blobs, the RPC system's
+    # jars) in an owner-tagged folder of this job, removed after it, not left in /tmp
+    local = Path(tempdirs.make("statebench-real-job-", dir=cfg.checkpoint_dir.parent))
+    cmd = [build.java, f"-Xmx{cfg.heap_mb}m", f"-Djava.io.tmpdir={local}", *JVM_OPTIONS,
+           *java_options, "-cp", build.classpath, MAIN, *cfg.arguments(),
+           "--conf", f"io.tmp.dirs={local}"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=cfg.timeout_s)
     except subprocess.TimeoutExpired:
         raise FlinkWorkerError(f"the real Flink job ({cfg.kind}) did not finish within "
                                f"{cfg.timeout_s:.0f} s and was stopped") from None
+    finally:
+        tempdirs.remove(local)
     report = _last_json(proc.stdout) if proc.returncode == 0 else None
     if report is None:
         lines = [x for x in proc.stderr.splitlines() if x.startswith("statebench real job")]
