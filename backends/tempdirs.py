@@ -53,6 +53,8 @@ GRACE_S = 10.0
 
 _live: dict[str, int] = {}  # path -> fd holding the folder's lock (-1: no lock)
 _removing: dict[str, bool] = {}  # paths whose removal was asked for but did not complete
+_gone: list[str] = []  # the last paths removed here (names are unique: one seen again is stale)
+_MAX_GONE = 256
 _lock = threading.Lock()
 _hooks_installed = False
 _owner_pid = os.getpid()
@@ -129,20 +131,29 @@ def remove(path: str | Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
     if os.path.lexists(path) and str(path) in _live:
         return
+    with _lock:
+        if str(path) in _live:
+            _gone.append(str(path))
+            del _gone[:-_MAX_GONE]
     _release(str(path))
 
 
 def retry_removals() -> list[str]:
-    """Remove again what :func:`remove` could not remove (its writers have stopped since);
-    returns what is still there."""
+    """Remove again what :func:`remove` could not remove, and what a late writer made again
+    after it was removed (a cancelled Spark task's ``makedirs`` recreates a checkpoint root);
+    call it once those writers have stopped. Returns what is still there."""
     with _lock:
-        paths = list(_live)
+        paths = [p for p in _live if _removing.get(p)]
+        again = [p for p in _gone if os.path.lexists(p)]
     stuck = []
     for path in paths:
-        if _removing.get(path):
-            remove(path)
-            if os.path.lexists(path):
-                stuck.append(path)
+        remove(path)
+        if os.path.lexists(path):
+            stuck.append(path)
+    for path in again:
+        shutil.rmtree(path, ignore_errors=True)
+        if os.path.lexists(path):
+            stuck.append(path)
     return stuck
 
 
@@ -186,6 +197,7 @@ def _after_fork_in_child() -> None:
     fds = list(_live.values())
     _live.clear()
     _removing.clear()
+    _gone.clear()
     for fd in fds:
         if fd >= 0:
             with suppress(OSError):

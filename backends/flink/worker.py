@@ -8,12 +8,16 @@ hung JVM becomes a FlinkWorkerError carrying the tail of its stderr, so a caller
 
 from __future__ import annotations
 
+import ctypes
 import os
 import select
+import signal
 import struct
 import subprocess
+import sys
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +56,26 @@ _OPEN_TAIL = struct.Struct(">qqBi")
 _BENCH_TAIL = struct.Struct(">Hiiii")
 _STDERR_TAIL = 4000
 MAX_FRAME = 1 << 30
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """Linux: a ``preexec_fn`` that has the kernel SIGKILL the JVM when the Python process that
+    started it dies. A Spark task's Python worker is SIGKILLed when its job is cancelled; its
+    JVM would otherwise run on as an orphan, still writing checkpoints into folders being
+    removed. Only from the main thread: the signal follows the thread that forked."""
+    if (not sys.platform.startswith("linux")
+            or threading.current_thread() is not threading.main_thread()):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def arm() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+    return arm
 
 
 def _widen_pipes(proc: subprocess.Popen) -> None:
@@ -304,7 +328,8 @@ class FlinkWorker:
         cmd = [build.java, f"-Xmx{heap_mb}m", *JVM_OPTIONS, *java_options,
                "-cp", build.classpath, MAIN_CLASS]
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=self._stderr, bufsize=0)
+                                      stderr=self._stderr, bufsize=0,
+                                      preexec_fn=_die_with_parent())
         _widen_pipes(self._proc)
         try:
             hello = self._receive(time.monotonic() + startup_timeout_s)

@@ -132,3 +132,13 @@ def test_a_live_run_in_another_pid_namespace_keeps_its_folders(tmp_path: Path) -
     while time.monotonic() < deadline and not tempdirs.sweep([tmp_path]):
         time.sleep(0.1)
     assert not path.exists()
+
+
+def test_a_folder_a_late_writer_made_again_is_removed_again(tmp_path: Path) -> None:
+    """A cancelled Spark task's makedirs recreates the checkpoint root after the driver removed
+    it; the end of the command removes it again (its name is unique: nobody else's)."""
+    path = Path(tempdirs.make("statebench-checkpoints-", dir=tmp_path))
+    tempdirs.remove(path)
+    (path / "run" / "task-00000").mkdir(parents=True)  # the late writer
+    assert tempdirs.retry_removals() == []
+    assert not path.exists()
