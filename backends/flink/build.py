@@ -96,7 +96,12 @@ def find_jdk() -> tuple[str, str]:
 
 
 def _java_major(javac: str) -> int:
-    proc = subprocess.run([javac, "-version"], capture_output=True, text=True, timeout=60)
+    """The major version ``javac -version`` reports; 0 when it says nothing usable in a minute
+    (the caller then names the JDK as of unknown version, in one line)."""
+    try:
+        proc = subprocess.run([javac, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return 0
     match = re.search(r"javac (\d+)", proc.stdout + proc.stderr)
     return int(match.group(1)) if match else 0
 
