@@ -123,3 +123,16 @@ def test_a_killed_workers_folder_is_swept(tmp_path: Path, cache: Path) -> None:
     left = [p for p in tmp.iterdir() if p.name.startswith("statebench-flink-")]
     assert len(left) == 1  # what a Spark run left before, untagged and never swept
     assert tempdirs.sweep([tmp]) == [str(left[0])]
+
+
+def test_a_javac_that_does_not_finish_is_one_error_and_leaves_nothing(
+        cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from backends.flink.errors import FlinkUnavailableError
+
+    monkeypatch.setattr(build, "JAVAC_TIMEOUT_S", 0.05)
+    with pytest.raises(FlinkUnavailableError, match="did not finish within") as info:
+        build.ensure_worker_built()
+    assert "\n" not in str(info.value)
+    target = next((cache / "flink-worker").iterdir())
+    assert sorted(p.name for p in target.iterdir()) == [".build.lock"]
+    assert not tempdirs.live() or all(str(target) not in p for p in tempdirs.live())
