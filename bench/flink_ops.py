@@ -11,7 +11,10 @@ asv (``bench/bench_flink.py``, the full protocol) and the command line (``python
   inside it each op's loop count is calibrated so that one value takes at least
   ``py_min_value_s`` (pyperf: 100 ms), then ``py_warmup`` values are dropped and ``py_values``
   kept.
-* Both sides run the same ops over the same 100 k keys (performance-anchors.md), and forks and
+* Both sides run the same ops over the same 100 k keys (performance-anchors.md); on RocksDB every
+  op starts on a flushed, compacted DB (reads from SST files, as after a compaction in
+  performance-anchors.md; no background compaction left running into the measured values, whose
+  CPU time they would otherwise carry by chance); forks and
   workers of every TTL mode are interleaved (fork 1 of off, on, on_no_bg, then fork 2 ...), so a
   change of load on a shared machine lands on every mode alike instead of on one.
 
@@ -243,6 +246,8 @@ def statebench_op(sb: _Backend, op: str, protocol: Protocol) -> OpRun:
     chunks = [order[i:i + CHUNK] for i in range(0, len(order), CHUNK)]
     state_kind = op.split("_")[0]
     sb.fill(state_kind, again=state_kind == "list")  # list_add lengthens the lists
+    # RocksDB: every op starts on a flushed, compacted DB, as the JVM's (heap: nothing)
+    sb.backend.compact()
     loop = _loop(sb.backend, sb.states, op)
     loops, pos = 1, 0
     while True:  # pyperf's calibration: double the loops until one value is long enough
