@@ -187,6 +187,18 @@ def compare(docs: Sequence[dict[str, Any]], max_move: float = 0.25) -> dict[str,
     }
 
 
+def _rounded(obj: Any, digits: int = 5) -> Any:
+    """Floats to `digits` significant digits (the file stays small; no rate here is known
+    better than that)."""
+    if isinstance(obj, float):
+        return float(f"{obj:.{digits}g}")
+    if isinstance(obj, dict):
+        return {k: _rounded(v, digits) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_rounded(v, digits) for v in obj]
+    return obj
+
+
 def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
@@ -198,7 +210,7 @@ def run(protocol: Protocol, out: Path | None, clock: str = "cpu") -> dict[str, A
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(json.dumps(doc, indent=1) + "\n")
+        tmp.write_text(json.dumps(_rounded(doc), separators=(",", ":")) + "\n")
         tmp.replace(out)
     return doc
 
