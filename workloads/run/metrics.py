@@ -120,6 +120,19 @@ CHECKPOINT_METRICS = (
 )
 #: Per checkpoint, besides CHECKPOINT_METRICS: the async and upload phases (see above).
 CHECKPOINT_PHASE_METRICS = ("checkpoint_async_ms", "checkpoint_upload_ms")
+#: Per checkpoint, the engines' checkpoint model (issue 15): CPU seconds the asynchronous phase's
+#: own thread used (ms), and how long the task thread waited at this barrier for the previous
+#: checkpoint's asynchronous phase to finish (ms, busy time: the task could not go on).
+CHECKPOINT_ASYNC_METRICS = ("checkpoint_async_cpu_ms", "checkpoint_wait_ms")
+#: Per task and repetition (summary rows): the share of busy time spent in synchronous phases
+#: and barrier waits, the task's rate while an asynchronous phase ran beside it and while none
+#: did (what concurrency costs the task), and the asynchronous threads' CPU seconds.
+CHECKPOINT_SUMMARY_METRICS = (
+    ("checkpoint_sync_share", "share"),
+    ("records_per_s_during_async", "records/s"),
+    ("records_per_s_outside_async", "records/s"),
+    ("checkpoint_async_cpu_s", "s"),
+)
 #: RocksDB series: (row metric, ``rocksdb_stats()`` key, unit).
 ROCKSDB_SERIES = (
     ("rocksdb_flushes", "flushes", "count"),
