@@ -39,6 +39,9 @@ MAX_SOURCE_PARTITIONS = 10_000
 MAX_REPETITIONS = 1_000
 #: Rows of one Arrow batch.
 MAX_BATCH_SIZE = 1 << 24
+#: The smallest non-zero sine amplitude: a smaller one changes no arrival time by a ms and, near
+#: the subnormal floats (5e-324), makes the time line's wave term underflow.
+MIN_SINE_AMPLITUDE = 1e-6
 #: Speedup of the scaled wall clock of compaction-filter scenarios.
 MIN_TIME_SPEEDUP = 1e-3
 MAX_TIME_SPEEDUP = 1e6
@@ -118,6 +121,9 @@ SOURCE_PARTITIONS = Limit(1, MAX_SOURCE_PARTITIONS, "partitions")
 REPETITIONS = Limit(1, MAX_REPETITIONS, "repetitions")
 SAMPLE_INTERVAL_MS = Limit(1, MAX_TIME_MS, "logical ms", "logical time must fit int64 ms")
 BATCH_SIZE = Limit(1, MAX_BATCH_SIZE, "rows")
+SINE_AMPLITUDE = Limit(MIN_SINE_AMPLITUDE, 1.0, "",
+                       "0 for a constant rate; the rate must stay > 0", integer=False,
+                       hi_open=True)
 WARMUP = Limit(0.0, 1.0, "", integer=False, hi_open=True)
 TIME_SPEEDUP = Limit(MIN_TIME_SPEEDUP, MAX_TIME_SPEEDUP, "x wall-clock", integer=False)
 

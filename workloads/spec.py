@@ -40,7 +40,7 @@ Format (all sections; defaults in brackets)::
     rate = 100_000                     # events/s over all partitions (a fraction p/q, q<=1000)
     events = 300_000                   # or duration_ms = 3000 (exactly one)
     start_ms = 0                       # [0]
-    sine_amplitude = 0.0               # rate * (1 + a*sin(2*pi*t/period)), 0 <= a < 1   [0]
+    sine_amplitude = 0.0               # rate*(1 + a*sin(2*pi*t/period)), 0 or 1e-6..<1 [0]
     sine_period_ms = 60_000            # required when sine_amplitude > 0
     max_out_of_orderness_ms = 0        # each ts jittered back by up to this            [0]
 
@@ -897,9 +897,9 @@ def _parse_time(t: _Table) -> TimeSpec:
     events = t.get_int("events", default=None, limit=limits.EVENTS)
     duration = t.get_int("duration_ms", default=None, limit=limits.DURATION_MS)
     start = t.get_int("start_ms", default=0, limit=limits.TIME_MS)
-    amplitude = t.get_float("sine_amplitude", default=0.0, minimum=0.0)
-    if amplitude >= 1.0:
-        raise t.error("sine_amplitude", f"must be < 1 (the rate must stay > 0), got {amplitude}")
+    amplitude = t.get_float("sine_amplitude", default=0.0)
+    if amplitude != 0.0:  # 0, or a wave at least MIN_SINE_AMPLITUDE (no subnormal amplitude)
+        t._check_limit("sine_amplitude", amplitude, limits.SINE_AMPLITUDE)
     period = t.get_float("sine_period_ms", default=None, limit=limits.PERIOD_MS)
     if amplitude > 0 and period is None:
         raise t.error("sine_period_ms", "required when sine_amplitude > 0")

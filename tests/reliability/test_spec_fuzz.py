@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from workloads import limits
@@ -172,6 +172,17 @@ def _toml(doc: dict[str, Any]) -> str:
 @settings(max_examples=300, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(doc=documents())
+@example(doc={  # found by Hypothesis: a subnormal amplitude underflowed in the time line
+    "name": "fuzz", "seed": 0, "keys": {"distribution": "uniform", "count": 10},
+    "operations": {"value_update": 1.0}, "values": {"type": "long"},
+    "time": {"rate": 1000, "events": 50, "sine_amplitude": 5e-324, "sine_period_ms": 1000},
+    "state": {}, "checkpoints": {}})
+@example(doc={  # the smallest amplitude allowed generates without an underflow
+    "name": "fuzz", "seed": 0, "keys": {"distribution": "uniform", "count": 10},
+    "operations": {"value_update": 1.0}, "values": {"type": "long"},
+    "time": {"rate": 1e9, "events": 2000, "sine_amplitude": limits.MIN_SINE_AMPLITUDE,
+             "sine_period_ms": 1.0},
+    "state": {}, "checkpoints": {}})
 def test_a_spec_is_refused_cleanly_or_plans_a_run_that_ends(doc: dict[str, Any]) -> None:
     text = _toml(doc)
     data = tomllib.loads(text)
