@@ -135,3 +135,37 @@ ROCKSDB_WRITE_BUFFERS = Limit(1, 64, "buffers")
 ROCKSDB_L0_TRIGGER = Limit(1, 1024, "files")
 ROCKSDB_CACHE_BYTES = Limit(0, 64 * _GIB, "bytes", "at most 64 GiB")
 ROCKSDB_PERIOD_MS = Limit(1, 10 * 365 * 86_400_000, "ms", "at most ten years")
+
+# Flink's reference lanes (backends "flink-heap", "flink-rocksdb") send a strategy's arguments
+# to their Java worker in fixed-width fields (Java int and long), and Flink itself takes them
+# as such: a larger number used to end mid-run in a struct.error. statebench's own backends
+# take Python ints and are not bounded by these.
+TEN_YEARS_MS = 10 * 365 * 86_400_000
+FLINK_INCREMENTAL_CLEANUP_SIZE = Limit(1, 2**31 - 1, "entries",
+                                       "Flink's cleanupIncrementally takes a Java int")
+FLINK_QUERY_TIME_AFTER_NUM_ENTRIES = Limit(0, 2**63 - 1, "entries",
+                                           "Flink's compaction filter takes a Java long")
+FLINK_PERIODIC_COMPACTION_MS = Limit(0, TEN_YEARS_MS, "ms", "at most ten years")
+
+
+def flink_lane_problem(lane: str, strategy: str) -> str | None:
+    """None when a Flink lane can carry ``strategy``'s arguments, else one line naming the
+    argument and its bound (``strategy`` is its canonical text, e.g. ``incremental(5, false)``).
+    """
+    from backends.strategies import parse_strategy
+
+    parsed = parse_strategy(strategy)
+    checks: list[tuple[str, Limit, Any]] = []
+    if parsed.name == "incremental" and parsed.args:
+        checks.append(("cleanup_size", FLINK_INCREMENTAL_CLEANUP_SIZE, parsed.args[0]))
+    elif parsed.name == "compaction_filter" and parsed.args:
+        checks.append(("query_time_after_num_entries", FLINK_QUERY_TIME_AFTER_NUM_ENTRIES,
+                       parsed.args[0]))
+        if len(parsed.args) > 1:
+            checks.append(("periodic_compaction_ms", FLINK_PERIODIC_COMPACTION_MS,
+                           parsed.args[1]))
+    for name, limit, value in checks:
+        problem = limit.problem(value)
+        if problem is not None:
+            return f"strategy '{strategy}' on {lane}: {parsed.name} {name} {problem}"
+    return None

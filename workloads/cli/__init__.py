@@ -21,6 +21,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from backends.flink.errors import FlinkWorkerError
 from workloads.errors import InfrastructureError
 from workloads.generator import TraceError
 from workloads.report.load import RunFolderError
@@ -82,6 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args) or 0)
     except USAGE_ERRORS as exc:
         return _fail(str(exc), verbose)
+    except FlinkWorkerError as exc:  # a Java stack: its root cause in one line
+        from workloads.cli.display import flink_summary
+
+        hint = "" if verbose else " (--verbose shows the Java stack)"
+        return _fail(f"{flink_summary(str(exc))}{hint}", verbose)
     except OSError as exc:  # a full disk, a folder gone: the cause in one line
         hint = "" if verbose else " (--verbose shows where)"
         return _fail(f"{exc}{hint}", verbose)

@@ -115,6 +115,16 @@ def writable_file(option: str, text: str | Path) -> Path:
 # ------------------------------------------------------------------------------------------------
 
 
+def lane_checkpoint_target(option: str, location: str, backends: tuple[str, ...]) -> None:
+    """Flink's lanes write their checkpoints as local files (Flink's FsCheckpointStreamFactory
+    on a local folder): a URI of another filesystem used to pass here and fail mid-run."""
+    lanes = [b for b in backends if b.startswith("flink-")]
+    if not lanes or "://" not in location or location.startswith("file://"):
+        return
+    raise _error(f"{option} {location}: the Flink lanes ({', '.join(lanes)}) write checkpoints "
+                 "as local files; give a local folder or a file:// URI")
+
+
 def checkpoint_target(option: str, location: str, timeout_s: float = FILESYSTEM_TIMEOUT_S) -> None:
     """A local folder that can be written, or a pyarrow.fs URI whose filesystem exists and
     answers (folder made, probe written and deleted) within ``timeout_s``."""

@@ -228,6 +228,8 @@ def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:
     from workloads.results.store import RunExistsError, run_dir_free
 
     refuse_overlap(args.results_dir, args.checkpoint_dir)  # before either folder is made
+    if args.checkpoint_dir is not None:
+        checks.lane_checkpoint_target("--checkpoint-dir", args.checkpoint_dir, cfg.backends)
     checks.writable_dir("--results-dir", args.results_dir)
     try:
         run_dir_free(args.results_dir, cfg.run_id)

@@ -113,6 +113,21 @@ class RunConfig:
             if self.spec.state.ttl_ms is None and labels != ["none"]:
                 raise PlanError("cleanup strategies need a TTL; the spec has no state.ttl_ms")
             object.__setattr__(self, "strategies", tuple(dict.fromkeys(labels)))
+        self._check_lane_bounds()
+
+    def _check_lane_bounds(self) -> None:
+        """Numbers a Flink lane's wire and Flink cannot carry, refused before any work."""
+        from workloads.limits import flink_lane_problem
+
+        for kind in self.backends:
+            if not flink_lanes.is_lane(kind):
+                continue
+            for label in self.strategy_labels:
+                if flink_lanes.not_applicable_reason(kind, self.cleanup_of(label)) is not None:
+                    continue  # skipped with its reason, never sent to the lane
+                problem = flink_lane_problem(kind, self.cleanup_of(label))
+                if problem is not None:
+                    raise PlanError(problem)
 
     @property
     def strategy_labels(self) -> tuple[str, ...]:
