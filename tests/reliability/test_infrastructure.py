@@ -52,10 +52,12 @@ def test_invalid_master_is_one_message(master: str, tmp_path: Path,
 
 
 @pytest.mark.parametrize("master", ["local", "local[2]", "local[*]", "local[4,2]",
-                                    "local-cluster[2, 1, 1024]", "yarn",
+                                    "local[2147483647]", "local-cluster[2, 1, 1024]", "yarn",
                                     "spark://127.0.0.1:7077", "spark://a:7077,b:7078",
-                                    "k8s://https://127.0.0.1:6443"])
-def test_valid_master_urls_pass(master: str) -> None:
+                                    "k8s://https://127.0.0.1:6443", "k8s://127.0.0.1:6443",
+                                    "k8s://http://[::1]:8080"])
+def test_valid_master_urls_pass(master: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HADOOP_CONF_DIR", "/etc/hadoop/conf")  # yarn needs one (below)
     check_master_url(master)
 
 

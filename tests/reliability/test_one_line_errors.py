@@ -140,3 +140,50 @@ def test_a_checkpoint_folder_made_unwritable_mid_run_is_one_line(
         _chattr("-i", checkpoints)
     assert f"could not write into {checkpoints}/" in line, line
     assert "Operation not permitted" in line
+
+
+# ------------------------------------------------------------------------------------------------
+# Spark masters: refused before a JVM starts (it printed 12-306 lines of Java stack)
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("master", "words"), [
+    ("yarn", "neither HADOOP_CONF_DIR nor YARN_CONF_DIR is set"),
+    ("mesos://127.0.0.1:5050", "Spark 4 no longer supports Mesos"),
+    ("k8s://cluster", "expected k8s://HOST:PORT or k8s://https://HOST:PORT"),
+    ("k8s://https://cluster/api", "expected k8s://HOST:PORT"),
+    ("local[99999999999]", "Java int, at most 2147483647"),
+    ("local[2,99999999999]", "Java int, at most 2147483647"),
+])
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_a_master_spark_cannot_start_with_is_one_line(
+        command: str, master: str, words: str, tmp_path: Path, fails: Callable[..., str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    monkeypatch.delenv("YARN_CONF_DIR", raising=False)
+    spec = write_spec(tmp_path, TTL_SPEC)
+    line = fails(command, str(spec), "--backend", "heap", "--master", master,
+                 "--results-dir", str(tmp_path / "r"))
+    assert line.startswith(f"statebench: error: --master {master}") and words in line, line
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_unreachable_kubernetes_api_server_is_one_line(tmp_path: Path,
+                                                          fails: Callable[..., str]) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    spec = write_spec(tmp_path, TTL_SPEC)
+    line = fails("run", str(spec), "--backend", "heap", "--master",
+                 f"k8s://https://127.0.0.1:{port}", "--results-dir", str(tmp_path / "r"))
+    assert "Kubernetes API server does not answer" in line and "Connection refused" in line
+
+
+def test_compare_refuses_a_master_with_in_process(tmp_path: Path,
+                                                  fails: Callable[..., str]) -> None:
+    spec = write_spec(tmp_path, TTL_SPEC)
+    line = fails("compare", str(spec), "--backend", "heap", "--in-process", "--master",
+                 "local[2]", "--results-dir", str(tmp_path / "r"))
+    assert "--in-process and --master exclude each other" in line

@@ -390,6 +390,10 @@ def ab_command(args: argparse.Namespace) -> int:
 
     if args.in_process and args.master:
         raise _error("--in-process and --master exclude each other")
+    if args.master is not None:  # before any revision is exported
+        from workloads.run.engines.masters import check_master_url
+
+        check_master_url(args.master)
     _joined(args.backend, "--backend")
     _joined(args.strategy, "--strategy")
     repo = repository_root()

@@ -81,6 +81,12 @@ def compare_command(args: argparse.Namespace) -> int:
         write_comparison,
     )
 
+    if args.in_process and args.master:  # the master was silently ignored
+        raise CliError("--in-process and --master exclude each other")
+    if args.master is not None:  # before any work or JVM (workloads/run/engines/masters.py)
+        from workloads.run.engines.masters import check_master_url
+
+        check_master_url(args.master)
     tempdirs.sweep([None, args.results_dir])  # folders of runs killed earlier (kill -9)
     refuse_duplicates("SPEC", list(args.specs))
     specs = load_specs(args.specs or DEFAULT_SPECS, args.events)

@@ -179,6 +179,10 @@ def build_config(args: argparse.Namespace, checkpoint_root: str | None) -> RunCo
         spec = spec.with_overrides(events=args.events)
     if args.in_process and args.master:
         raise CliError("--in-process and --master exclude each other")
+    if args.master is not None:  # before any work or JVM (workloads/run/engines/masters.py)
+        from workloads.run.engines.masters import check_master_url
+
+        check_master_url(args.master)
     backends = tuple(non_empty("--backend", _joined(args.backend, "--backend"), args.backend)
                      or ("heap", "rocksdb"))
     strategies = non_empty("--strategy", _joined(args.strategy, "--strategy"), args.strategy)
