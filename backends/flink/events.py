@@ -18,12 +18,25 @@ column) and one Java loop (``statebench.flink.Events``) applies them exactly as
   0x42 EV_SAMPLE i64 now (i64 min = the lane's clock)
        [long live, long expired, long logical bytes, long expired logical bytes, long physical,
         list of double RocksDB stats (ROCKSDB_STATS order; empty on heap, NaN = none), long now]
-  0x43 EV_STATS   [long records, long post-warm-up records, long busy ns, long expired returned,
+  0x43 EV_STATS   first waits for the asynchronous phase of the last EV_CHECKPOINT (the end of
+                   input) and completes it, then
+                  [long records, long post-warm-up records, long busy ns, long expired returned,
                    list of latency (bucket index, count) pairs, flattened, long paced records
-                   released, long late ones, list of schedule lag (bucket, count) pairs]
-  0x44 EV_RESTORE  a fresh backend restored from the last SNAPSHOT checkpoint's handle, the
-                   lane's states registered again, then disposed       long ns it took
+                   released, long late ones, list of schedule lag (bucket, count) pairs,
+                   list of EV_CHECKPOINT checkpoints, 7 longs each, flattened: id, bytes,
+                   checkpointed bytes, sync ns, async ns, async thread CPU ns, wait ns (at its
+                   barrier, for the previous one), long post-warm-up records processed while
+                   an async phase ran, long their loop ns, long JVM GC ms and long GC count
+                   since the warm-up ended (GarbageCollectorMXBean, before that last wait)]
+  0x44 EV_RESTORE  a fresh backend restored from the last checkpoint's handle (SNAPSHOT or
+                   EV_CHECKPOINT, completed first), the lane's states registered again, then
+                   disposed                                               long ns it took
   0x45 EV_WAIT i64 ts  paced: sleep until the lane's clock reaches ts (a barrier's time)  --
+  0x46 EV_CHECKPOINT i64 checkpoint id, str folder: a checkpoint barrier in Flink's model. Waits
+       for the previous checkpoint's asynchronous phase if it still runs, runs Flink's
+       synchronous phase (backend.snapshot()) and hands the returned RunnableFuture (the
+       asynchronous phase) to the backend's checkpoint thread; the loop goes on meanwhile.
+                                                         [long sync ns, long wait ns]
 """
 
 from __future__ import annotations
@@ -36,6 +49,7 @@ import numpy as np
 import pyarrow as pa
 
 EV_OPEN, EV_APPLY, EV_SAMPLE, EV_STATS, EV_RESTORE, EV_WAIT = 0x40, 0x41, 0x42, 0x43, 0x44, 0x45
+EV_CHECKPOINT = 0x46
 VALUE_TYPES = {"long": 1, "string": 2, "bytes": 7}
 STATE_BITS = {"value": 1, "list": 2, "map": 4, "reducing": 8, "aggregating": 16}
 CLOCK_RECORD, CLOCK_WALL, CLOCK_PACED = 0, 1, 2
@@ -104,6 +118,19 @@ def encode_wait(ts_ms: int) -> bytes:
     return _SAMPLE.pack(EV_WAIT, ts_ms)
 
 
+def encode_checkpoint(checkpoint_id: int, folder: str) -> bytes:
+    """EV_CHECKPOINT: checkpoint ``checkpoint_id`` into ``folder`` (asynchronous phase on the
+    worker's checkpoint thread)."""
+    raw = str(folder).encode("utf-8")
+    return _SAMPLE.pack(EV_CHECKPOINT, checkpoint_id) + struct.pack(">I", len(raw)) + raw
+
+
+def decode_checkpoint(result: Any) -> tuple[float, float]:
+    """EV_CHECKPOINT's reply: (synchronous ms, ms waited for the previous checkpoint)."""
+    sync_ns, wait_ns = result
+    return sync_ns / 1e6, wait_ns / 1e6
+
+
 def encode_stats() -> bytes:
     return bytes([EV_STATS])
 
@@ -136,6 +163,21 @@ def decode_sample(result: Any) -> Sample:
 
 
 @dataclass(frozen=True)
+class AsyncCheckpoint:
+    """One EV_CHECKPOINT as it completed: sizes, and its phases' times in ms (sync on the task
+    thread, async wall and CPU on the checkpoint thread, the task's wait at its barrier for the
+    previous checkpoint)."""
+
+    id: int
+    bytes: int
+    checkpointed_bytes: int
+    sync_ms: float
+    async_ms: float
+    async_cpu_ms: float
+    wait_ms: float
+
+
+@dataclass(frozen=True)
 class LaneStats:
     """The Java loop's measurements: records, post-warm-up records and busy ns, expired values
     returned, the latency histogram's non-empty buckets, and when paced the records released,
@@ -149,6 +191,11 @@ class LaneStats:
     released: int
     late: int
     lag_buckets: list[tuple[int, int]]
+    checkpoints: list[AsyncCheckpoint]
+    during_async_records: int
+    during_async_ns: int
+    gc_ms: int
+    gc_count: int
 
 
 def _pairs(flat: list[int]) -> list[tuple[int, int]]:
@@ -156,6 +203,12 @@ def _pairs(flat: list[int]) -> list[tuple[int, int]]:
 
 
 def decode_stats(result: Any) -> LaneStats:
-    records, post, busy, bad, flat, released, late, lags = result
+    (records, post, busy, bad, flat, released, late, lags, ckpts, during, during_ns, gc_ms,
+     gc_count) = result
+    checkpoints = [
+        AsyncCheckpoint(int(c[0]), int(c[1]), int(c[2]), c[3] / 1e6, c[4] / 1e6, c[5] / 1e6,
+                        c[6] / 1e6)
+        for c in (ckpts[i:i + 7] for i in range(0, len(ckpts), 7))]
     return LaneStats(int(records), int(post), int(busy), int(bad), _pairs(flat), int(released),
-                     int(late), _pairs(lags))
+                     int(late), _pairs(lags), checkpoints, int(during), int(during_ns),
+                     int(gc_ms), int(gc_count))

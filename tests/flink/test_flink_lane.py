@@ -21,6 +21,7 @@ from backends.rocksdb_options import COMPRESSIONS
 from tests.runner.conftest import mixed_spec, small_spec, spark_session
 from workloads.run.engines.inprocess import run_in_process
 from workloads.run.flink_lane import WARMUP_ENV, close_idle_workers
+from workloads.run.metrics import CHECKPOINT_ASYNC_METRICS, CHECKPOINT_SUMMARY_METRICS
 from workloads.run.plan import PlanError, RunConfig
 
 ALL = ("heap", "flink-heap", "rocksdb", "flink-rocksdb")
@@ -33,6 +34,13 @@ NOT_FROM_FLINK = "cleanup_"
 def _flink_can_give(metrics: set[str]) -> set[str]:
     return {m for m in metrics if not m.startswith(NOT_FROM_FLINK)}
 
+
+#: Rows only Flink's lanes have: the JVM's garbage collection (a cause a gap can be put down to).
+FLINK_ONLY = frozenset({"jvm_gc_ms", "jvm_gc_count"})
+#: The checkpoint model's rows (issue 15): every Flink lane has them; statebench's operator
+#: gains them separately, so the two sides are compared apart from them and Flink's must hold
+#: whichever statebench's has.
+MODEL = frozenset(CHECKPOINT_ASYNC_METRICS) | {m for m, _ in CHECKPOINT_SUMMARY_METRICS}
 
 #: Flink's RocksDB checkpoints flush the memtables (statebench's full ones do not), and write
 #: amplification has a row only once something was flushed.
@@ -94,7 +102,9 @@ def test_all_four_backends_produce_the_same_metrics(ycsb: Any) -> None:
         for strategy in ("none", "full_snapshot"):
             theirs = metrics[f"ycsb-a/{flink}/{strategy}"] - NO_ROW_BEFORE_A_FLUSH
             ours_ = metrics[f"ycsb-a/{ours}/{strategy}"] - NO_ROW_BEFORE_A_FLUSH
-            assert theirs == _flink_can_give(ours_)
+            assert theirs >= MODEL | FLINK_ONLY
+            assert theirs - FLINK_ONLY - MODEL == _flink_can_give(ours_) - MODEL
+            assert ours_ & MODEL <= theirs
             assert {"records_per_s", "latency_p99_us", "live_entries", "physical_bytes",
                     "checkpoint_bytes", "checkpoint_total_ms", "restore_ms"} <= theirs
     assert "ycsb-a/flink-heap/incremental(5, false)" in metrics
@@ -220,7 +230,9 @@ def test_processing_time_is_paced_like_statebench(tmp_path: Path) -> None:
                                    strategies=("none",), time_speedup=2_000.0, run_id="pt"))
     metrics = _metrics(out.rows)
     assert {"schedule_lag_p99_ms", "late_records_share"} <= metrics["mixed/flink-heap/none"]
-    assert metrics["mixed/flink-heap/none"] == _flink_can_give(metrics["mixed/heap/none"])
+    # no checkpoints here: no checkpoint model rows either
+    assert (metrics["mixed/flink-heap/none"] - FLINK_ONLY
+            == _flink_can_give(metrics["mixed/heap/none"]))
     for backend in ("flink-heap", "flink-rocksdb"):
         rows = _per_task(out.rows, f"mixed/{backend}/none", "expired_returned")
         assert set(rows.values()) == {0.0}

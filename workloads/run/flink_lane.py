@@ -15,9 +15,33 @@ barriers as :class:`workloads.run.operator.KeyedOperator`:
 * Barriers: checkpoints (Flink's own ``snapshot()``) and samples at the same logical times,
   cut into the same event ranges; a sample counts what Flink physically holds (live vs expired
   by each unit's TTL timestamp at the barrier time) without touching TTL.
+* Checkpoints follow Flink's model (issue 15): at a checkpoint barrier the task thread waits
+  for the previous checkpoint's asynchronous phase if it still runs (at most one concurrent
+  checkpoint, Flink's default), runs the synchronous phase (Flink's ``snapshot()``, which
+  returns the asynchronous phase as a RunnableFuture) and hands that future to a checkpoint
+  thread of the worker (one daemon thread per backend, as a TaskManager's async snapshot
+  thread), then goes on with its records while it runs, really concurrently, competing for the
+  CPU. The task completes the checkpoint (``notifyCheckpointComplete``) at its first record
+  after the asynchronous phase finished; at the end of input it waits for the last one (not
+  busy time). One deviation from Flink: the checkpoint thread reads the TTL clock the task had
+  at the barrier (Flink's full-snapshot TTL transformer reads its TtlTimeProvider while it
+  writes), so full_snapshot checkpoint sizes stay exact under the logical clock.
 * Throughput: post-warm-up records over busy time = the Java loop's nanoseconds (one
   ``System.nanoTime()`` per record, the same log-linear latency buckets), the Python column
-  encoding, and checkpoints (Flink's sync + async time). The pipe transfer is input, like Spark's.
+  encoding, the synchronous phases and the barrier waits; never the asynchronous phase (its
+  cost to the task shows as a slower loop while it runs). The pipe transfer is input, like
+  Spark's.
+* Checkpoint rows (``workloads.run.metrics``): per checkpoint ``checkpoint_sync_ms``,
+  ``checkpoint_async_ms`` (= ``checkpoint_upload_ms``: the asynchronous phase writes the files
+  to the local checkpoint folder), ``checkpoint_total_ms`` (sync + async wall),
+  ``checkpoint_async_cpu_ms`` (the checkpoint thread's CPU, ThreadMXBean),
+  ``checkpoint_wait_ms``, ``checkpoint_bytes``, ``checkpoint_uploaded_bytes``; per task the
+  CHECKPOINT_SUMMARY_METRICS (sync share of busy time; the loop's records/s while an
+  asynchronous phase ran beside it and while none did, over the loop's own nanoseconds; the
+  asynchronous phases' CPU seconds, checkpoints after the warm-up) and the JVM's garbage
+  collection after the warm-up, ``jvm_gc_ms`` and ``jvm_gc_count`` (GarbageCollectorMXBean; the
+  worker runs the serial collector, whose pauses stop the task thread too), so a remaining
+  gap between strategies can be put down to a measured cause.
 
 ``restore_ms`` times a fresh Flink backend restored from the last checkpoint's handle with the
 states registered again. Not measured, because Flink keeps no such counters:
@@ -52,8 +76,10 @@ from workloads.run import tempdirs
 from workloads.run.config import OperatorConfig, paced, wall_clock_driven
 from workloads.run.metrics import (
     ATTEMPT,
+    CHECKPOINT_ASYNC_METRICS,
     CHECKPOINT_METRICS,
     CHECKPOINT_PHASE_METRICS,
+    CHECKPOINT_SUMMARY_METRICS,
     LATENCY_BUCKET,
     NO_TIME,
     ROCKSDB_SERIES,
@@ -208,7 +234,9 @@ class FlinkLaneOperator:
         counts = dict(cfg.task_counts)
         self._warm_left = int(counts.get(task, 0) * cfg.warmup_fraction)
         self._python_ns = 0.0  # column encoding after the warm-up (pro rata per batch)
-        self._checkpoint_ns = 0.0
+        self._sync_ns = 0.0  # synchronous phases after the warm-up (busy time)
+        self._wait_ns = 0.0  # barrier waits for the previous async phase after it (busy time)
+        self._checkpoints: dict[int, tuple[Barrier, bool]] = {}  # id -> barrier, after warm-up
         self._state_ops = 0
         self._last_ts = -INFINITY
         self._uses_map = "map" in cfg.state_types
@@ -310,7 +338,7 @@ class FlinkLaneOperator:
         )
         if barrier.kind == CHECKPOINT:
             assert self._ckpt_target is not None
-            b.snapshot(barrier.index, self._ckpt_target)
+            b.raw(events.encode_checkpoint(barrier.index, self._ckpt_target), reads=1)
             self._last_checkpoint = barrier
         else:
             b.raw(events.encode_sample(None if self._wall else barrier.time_ms), reads=1)
@@ -323,19 +351,13 @@ class FlinkLaneOperator:
         for (barrier, warm_done), result in zip(fired, results):
             step, t = barrier.index, barrier.time_ms
             if barrier.kind == CHECKPOINT:
-                total_ms = result["sync_ms"] + result["async_ms"]
+                # the task thread's part; the rest comes when the checkpoint completed (finish)
+                sync_ms, wait_ms = events.decode_checkpoint(result)
+                self._checkpoints[barrier.index] = (barrier, warm_done)
                 # a checkpoint inside the warm-up is not busy time (as KeyedOperator's)
                 if warm_done:
-                    self._checkpoint_ns += total_ms * 1e6
-                if self.cfg.emit_series:
-                    values = (result["bytes"], result["checkpointed_bytes"], result["sync_ms"],
-                              total_ms)
-                    for metric, value in zip(CHECKPOINT_METRICS, values):
-                        unit = "bytes" if metric.endswith("bytes") else "ms"
-                        add(task, step, t, metric, value, unit)
-                    # Flink's async phase writes the snapshot's files: the upload, as ours
-                    for metric in CHECKPOINT_PHASE_METRICS:
-                        add(task, step, t, metric, result["async_ms"], "ms")
+                    self._sync_ns += sync_ms * 1e6
+                    self._wait_ns += wait_ms * 1e6
             else:
                 s = events.decode_sample(result)
                 add(task, step, t, "live_entries", s.live, "entries")
@@ -347,6 +369,49 @@ class FlinkLaneOperator:
                     if value is not None:  # no row before the first flush (write amplification)
                         add(task, step, t, metric, value, unit)
                 add(task, step, t, "physical_bytes", s.physical_bytes, "bytes")
+
+    def _checkpoint_rows(self, done: list[events.AsyncCheckpoint]) -> float:
+        """Per checkpoint rows of the completed checkpoints (at their barrier); returns the
+        asynchronous phases' CPU ms of those after the warm-up."""
+        add, task, cpu_ms = self.rows.add, self.task, 0.0
+        for c in done:
+            barrier, warm_done = self._checkpoints[c.id]
+            if warm_done:
+                cpu_ms += c.async_cpu_ms
+            if not self.cfg.emit_series:
+                continue
+            step, t = barrier.index, barrier.time_ms
+            values = (c.bytes, c.checkpointed_bytes, c.sync_ms, c.sync_ms + c.async_ms)
+            for metric, value in zip(CHECKPOINT_METRICS, values):
+                add(task, step, t, metric, value, "bytes" if metric.endswith("bytes") else "ms")
+            # Flink's async phase writes the snapshot's files: the upload, as ours
+            for metric in CHECKPOINT_PHASE_METRICS:
+                add(task, step, t, metric, c.async_ms, "ms")
+            for metric, value in zip(CHECKPOINT_ASYNC_METRICS, (c.async_cpu_ms, c.wait_ms)):
+                add(task, step, t, metric, value, "ms")
+        return cpu_ms
+
+    def _model_rows(self, stats: events.LaneStats, checkpoint_ns: float, busy_ns: float,
+                    async_cpu_ms: float) -> None:
+        """The checkpoint model's summary rows (CHECKPOINT_SUMMARY_METRICS) and the JVM's GC."""
+        add, task, rep = self.rows.add, self.task, self.cfg.repetition
+        outside = stats.post_records - stats.during_async_records
+        outside_ns = stats.busy_ns - stats.during_async_ns
+        values = {
+            "checkpoint_sync_share": checkpoint_ns / busy_ns if busy_ns > 0 else 0.0,
+            "records_per_s_during_async": (
+                stats.during_async_records / (stats.during_async_ns / 1e9)
+                if stats.during_async_records and stats.during_async_ns > 0 else None),
+            "records_per_s_outside_async": (outside / (outside_ns / 1e9)
+                                            if outside and outside_ns > 0 else None),
+            "checkpoint_async_cpu_s": async_cpu_ms / 1e3,
+        }
+        for metric, unit in CHECKPOINT_SUMMARY_METRICS:
+            # none without checkpoints; no rate without records
+            if self._checkpoints and values[metric] is not None:
+                add(task, rep, NO_TIME, metric, values[metric], unit)
+        add(task, rep, NO_TIME, "jvm_gc_ms", stats.gc_ms, "ms")
+        add(task, rep, NO_TIME, "jvm_gc_count", stats.gc_count, "count")
 
     # ------------------------------------------------------------------ the end
     def finish(self) -> list[Row]:
@@ -368,7 +433,9 @@ class FlinkLaneOperator:
                 restore_ns / 1e6, "ms")
         self._record(fired, results[:-1])
         stats = events.decode_stats(results[-1])
-        busy_ns = stats.busy_ns + self._python_ns + self._checkpoint_ns
+        async_cpu_ms = self._checkpoint_rows(stats.checkpoints)
+        checkpoint_ns = self._sync_ns + self._wait_ns
+        busy_ns = stats.busy_ns + self._python_ns + checkpoint_ns
         rate = stats.post_records / (busy_ns / 1e9) if busy_ns > 0 else 0.0
         add(task, rep, NO_TIME, "records", stats.records, "count")
         add(task, rep, NO_TIME, "records_per_s", rate, "records/s")
@@ -382,6 +449,7 @@ class FlinkLaneOperator:
         for index, count in latency.nonzero():
             add(task, index, rep, LATENCY_BUCKET, count, "count")  # internal: time = repetition
         add(task, rep, NO_TIME, "expired_returned", stats.expired_returned, "count")
+        self._model_rows(stats, checkpoint_ns, busy_ns, async_cpu_ms)
         add(task, rep, NO_TIME, ATTEMPT, self.attempt, "count")
         if self._paced and stats.released:
             lag = LatencyBuckets()  # clock ms stored as ms * 1e6, as workloads.run.pacing

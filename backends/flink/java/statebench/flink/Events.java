@@ -29,6 +29,8 @@ import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.runtime.state.VoidNamespaceSerializer;
 
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -49,6 +51,11 @@ import java.util.Map;
  * the warm-up (the same log-linear buckets as workloads/run/metrics.py), and expired values
  * returned by value reads (a shadow of each key's last write, as the Python loop keeps).
  * EV_SAMPLE scans what Flink physically holds without touching TTL (see {@link Census}).
+ * EV_CHECKPOINT is a checkpoint barrier as a Flink task meets it: the synchronous phase on this
+ * (the task's) thread, the asynchronous one on the backend's checkpoint thread while the record
+ * loop goes on ({@link FlinkBackend#checkpointAsync}); the loop counts its post-warm-up records
+ * and nanoseconds while one runs, and completes it (notifyCheckpointComplete) on the task thread
+ * at the first record after it finished. EV_STATS waits for the last one (the end of input).
  * Layouts: backends/flink/__init__.py.
  */
 final class Events implements CommandFamily {
@@ -58,6 +65,7 @@ final class Events implements CommandFamily {
     static final int EV_STATS = 0x43;
     static final int EV_RESTORE = 0x44;
     static final int EV_WAIT = 0x45;
+    static final int EV_CHECKPOINT = 0x46;
     // clock modes of EV_OPEN
     static final int CLOCK_RECORD = 0;
     static final int CLOCK_WALL = 1;
@@ -127,6 +135,19 @@ final class Events implements CommandFamily {
         final long[] lagBuckets = new long[NUM_BUCKETS];
         long released;
         long late;
+        // post-warm-up records (and their loop ns) while a checkpoint's async phase ran
+        long duringRecords;
+        long duringNanos;
+        // JVM garbage collection when the measured part (after the warm-up) began; -1: not yet
+        long gcMs0 = -1;
+        long gcCount0;
+
+        /** The measured part begins: the JVM's GC totals so far are not its own. */
+        void measureGc() {
+            long[] gc = gcTotals();
+            gcMs0 = gc[0];
+            gcCount0 = gc[1];
+        }
 
         long wallNow() {
             return startMs + (long) ((System.nanoTime() - originNanos) / 1e6 * speedup);
@@ -169,6 +190,17 @@ final class Events implements CommandFamily {
 
     private Lane lane;
 
+    /** [collection ms, collections] summed over the JVM's garbage collectors. */
+    static long[] gcTotals() {
+        long ms = 0;
+        long count = 0;
+        for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+            ms += Math.max(0L, gc.getCollectionTime());
+            count += Math.max(0L, gc.getCollectionCount());
+        }
+        return new long[] {ms, count};
+    }
+
     static void install(Worker worker) {
         worker.register(FIRST, LAST, new Events());
     }
@@ -194,6 +226,8 @@ final class Events implements CommandFamily {
             }
             case EV_STATS: {
                 Lane l = lane();
+                long[] gc = gcTotals();
+                b.completePending(); // the end of input: the last checkpoint completes (not busy)
                 List<Object> result = new ArrayList<>();
                 result.add(l.records);
                 result.add(l.postRecords);
@@ -203,10 +237,30 @@ final class Events implements CommandFamily {
                 result.add(l.released);
                 result.add(l.late);
                 result.add(nonzero(l.lagBuckets));
+                List<Object> checkpoints = new ArrayList<>();
+                for (long[] c : b.asyncCheckpoints) {
+                    for (long v : c) {
+                        checkpoints.add(v);
+                    }
+                }
+                result.add(checkpoints);
+                result.add(l.duringRecords);
+                result.add(l.duringNanos);
+                boolean measured = l.gcMs0 >= 0;
+                result.add(measured ? gc[0] - l.gcMs0 : 0L);
+                result.add(measured ? gc[1] - l.gcCount0 : 0L);
                 out.result(result);
                 return;
             }
+            case EV_CHECKPOINT: {
+                long id = in.i64();
+                String folder = in.str();
+                lane();
+                out.result(b.checkpointAsync(id, folder));
+                return;
+            }
             case EV_RESTORE:
+                b.completePending();
                 out.result(restore(b));
                 return;
             case EV_WAIT:
@@ -323,6 +377,9 @@ final class Events implements CommandFamily {
         l.refresh = ttl != null
                 && ttl.getUpdateType() == StateTtlConfig.UpdateType.OnReadAndWrite;
         l.originNanos = System.nanoTime();
+        if (l.warmLeft <= 0) {
+            l.measureGc();
+        }
         b.time.now = l.startMs;
         TypeSerializer vs;
         switch (l.valueType) {
@@ -473,8 +530,22 @@ final class Events implements CommandFamily {
         long post = 0;
         long postNanos = 0;
         long warmLeft = l.warmLeft;
+        long during = 0;
+        long duringNanos = 0;
+        FlinkBackend.Pending async = fb.pending;
         long stamp = System.nanoTime();
         for (int i = 0; i < n; i++) {
+            // a checkpoint's asynchronous phase runs beside this record? Once it finished, the
+            // task completes it here, as Flink's task on the completion notification
+            boolean inAsync = false;
+            if (async != null) {
+                if (async.done) {
+                    fb.completePending();
+                    async = null;
+                } else {
+                    inAsync = true;
+                }
+            }
             long k = buf.getLong(keysAt + 8 * i);
             long t;
             if (paced) {
@@ -583,10 +654,16 @@ final class Events implements CommandFamily {
             long took = now - stamp;
             stamp = now;
             if (warmLeft > 0) {
-                warmLeft--;
+                if (--warmLeft == 0) {
+                    l.measureGc();
+                }
             } else {
                 post++;
                 postNanos += took;
+                if (inAsync) {
+                    during++;
+                    duringNanos += took;
+                }
                 if (latency) {
                     buckets[bucket(took)]++;
                 }
@@ -597,6 +674,8 @@ final class Events implements CommandFamily {
         l.records += n;
         l.postRecords += post;
         l.postNanos += postNanos;
+        l.duringRecords += during;
+        l.duringNanos += duringNanos;
         l.expiredReturned += bad;
     }
 

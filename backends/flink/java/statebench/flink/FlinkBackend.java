@@ -64,6 +64,11 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.RunnableFuture;
 import java.util.stream.Stream;
 
@@ -75,13 +80,85 @@ import org.rocksdb.DBOptions;
  * StateBackendBenchmarkUtils does: no job, no mini-cluster, VoidNamespace for every state.
  */
 final class FlinkBackend implements AutoCloseable {
-    /** Processing time for TTL, set by the caller: a logical clock the compaction filter reads too. */
+    /**
+     * Processing time for TTL, set by the caller: a logical clock the compaction filter reads too.
+     *
+     * <p>Deviation from Flink, on purpose: the thread running a checkpoint's asynchronous phase
+     * is pinned to the clock the task had at the checkpoint's barrier ({@link #pin}), while the
+     * task thread moves {@link #now} on with its records. Flink's full-snapshot TTL transformer
+     * reads its TtlTimeProvider while it writes, i.e. at some wall time during the asynchronous
+     * phase; under a logical clock that would make a full_snapshot checkpoint's size depend on
+     * how far the task got meanwhile. Pinned, it is the same in every run (exact).
+     */
     static final class LogicalTime implements TtlTimeProvider {
         volatile long now;
+        private volatile Thread pinnedThread;
+        private volatile long pinnedNow;
 
         @Override
         public long currentTimestamp() {
+            Thread pinned = pinnedThread;
+            if (pinned != null && pinned == Thread.currentThread()) {
+                return pinnedNow;
+            }
             return now;
+        }
+
+        /** The calling thread reads `at` until {@link #unpin} (one pinned thread at a time). */
+        void pin(long at) {
+            pinnedNow = at;
+            pinnedThread = Thread.currentThread();
+        }
+
+        void unpin() {
+            pinnedThread = null;
+        }
+    }
+
+    /**
+     * A checkpoint whose asynchronous phase (Flink's snapshot RunnableFuture) runs on the
+     * backend's checkpoint thread while the task thread goes on with its records. The fields
+     * below {@link #done} are written by that thread before it sets {@link #done}.
+     */
+    static final class Pending {
+        final long id;
+        final long syncNs;
+        final long waitNs;
+        final long clock;
+        final RunnableFuture<SnapshotResult<KeyedStateHandle>> future;
+        Future<?> task;
+        volatile boolean done;
+        long asyncNs;
+        long asyncCpuNs;
+        SnapshotResult<KeyedStateHandle> result;
+        Throwable failure;
+
+        Pending(long id, long syncNs, long waitNs, long clock,
+                RunnableFuture<SnapshotResult<KeyedStateHandle>> future) {
+            this.id = id;
+            this.syncNs = syncNs;
+            this.waitNs = waitNs;
+            this.clock = clock;
+            this.future = future;
+        }
+
+        /** The asynchronous phase, on the checkpoint thread: wall and thread CPU time. */
+        void run(LogicalTime time) {
+            ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+            time.pin(clock);
+            long cpu0 = mx.getCurrentThreadCpuTime();
+            long start = System.nanoTime();
+            try {
+                future.run();
+                result = future.get();
+            } catch (Throwable t) {
+                failure = t;
+            } finally {
+                asyncNs = System.nanoTime() - start;
+                asyncCpuNs = mx.getCurrentThreadCpuTime() - cpu0;
+                time.unpin();
+                done = true;
+            }
         }
     }
 
@@ -157,6 +234,14 @@ final class FlinkBackend implements AutoCloseable {
     final Map<Integer, Registered> states = new LinkedHashMap<>();
     /** The handles of the checkpoints taken, in order (the event lane's timed restore). */
     final List<KeyedStateHandle> checkpoints = new ArrayList<>();
+    /** Asynchronous checkpoints completed, in order: [id, bytes, checkpointed bytes, sync ns,
+     *  async ns, async thread CPU ns, ns the task waited at its barrier for the previous one]. */
+    final List<long[]> asyncCheckpoints = new ArrayList<>();
+    /** The checkpoint whose asynchronous phase may still run (at most one, as Flink's default
+     *  max concurrent checkpoints); null when none. Read and written by the task thread only. */
+    Pending pending;
+    /** The backend's checkpoint thread (one daemon thread, started on first use). */
+    private ExecutorService checkpointThread;
     /** The same states indexed by id: the per-op lookup of the hot path, no boxing. */
     private Registered[] bySid = new Registered[16];
 
@@ -432,20 +517,26 @@ final class FlinkBackend implements AutoCloseable {
         return out;
     }
 
-    /**
-     * Flink's own snapshot into an FsCheckpointStreamFactory over `folder`: a checkpoint (type 0)
-     * or a canonical savepoint (type 1). Returns [state bytes, checkpointed (uploaded) bytes,
-     * synchronous ns, asynchronous ns].
-     */
-    List<Object> snapshot(long checkpointId, String folder, int type) throws Exception {
+    private static FsCheckpointStreamFactory streamFactory(String folder) throws Exception {
         File dir = new File(folder);
         File shared = new File(dir, "shared");
         if (!shared.isDirectory() && !shared.mkdirs()) {
             throw new IllegalArgumentException("cannot create snapshot folder " + shared);
         }
-        FsCheckpointStreamFactory factory = new FsCheckpointStreamFactory(
+        return new FsCheckpointStreamFactory(
                 FileSystem.getLocalFileSystem(), new Path(dir.toURI()), new Path(shared.toURI()),
                 0, 4096);
+    }
+
+    /**
+     * Flink's own snapshot into an FsCheckpointStreamFactory over `folder`: a checkpoint (type 0)
+     * or a canonical savepoint (type 1), both phases on the calling thread (after any
+     * asynchronous checkpoint in flight completed). Returns [state bytes, checkpointed (uploaded)
+     * bytes, synchronous ns, asynchronous ns].
+     */
+    List<Object> snapshot(long checkpointId, String folder, int type) throws Exception {
+        completePending();
+        FsCheckpointStreamFactory factory = streamFactory(folder);
         long start = System.nanoTime();
         RunnableFuture<SnapshotResult<KeyedStateHandle>> future;
         if (type == 1) {
@@ -473,20 +564,95 @@ final class FlinkBackend implements AutoCloseable {
         if (type == 0 && handle != null) {
             checkpoints.add(handle);
         }
-        long size = handle == null ? 0L : handle.getStateSize();
-        long checkpointed = handle instanceof CompositeStateHandle
-                ? ((CompositeStateHandle) handle).getCheckpointedSize() : size;
         List<Object> out = new ArrayList<>();
-        out.add(size);
-        out.add(checkpointed);
+        out.add(size(handle));
+        out.add(checkpointed(handle));
         out.add(sync);
         out.add(async);
         return out;
     }
 
+    private static long size(KeyedStateHandle handle) {
+        return handle == null ? 0L : handle.getStateSize();
+    }
+
+    private static long checkpointed(KeyedStateHandle handle) {
+        return handle instanceof CompositeStateHandle
+                ? ((CompositeStateHandle) handle).getCheckpointedSize() : size(handle);
+    }
+
+    /**
+     * A checkpoint as a Flink task takes it at a barrier (the task thread calls this): wait for
+     * the previous checkpoint's asynchronous phase if it still runs, run the synchronous phase
+     * (backend.snapshot(), which returns the asynchronous phase as a RunnableFuture), hand the
+     * future to the backend's checkpoint thread and return at once. Returns [synchronous ns,
+     * ns waited for the previous checkpoint].
+     */
+    List<Object> checkpointAsync(long checkpointId, String folder) throws Exception {
+        long waitStart = System.nanoTime();
+        completePending();
+        long wait = System.nanoTime() - waitStart;
+        FsCheckpointStreamFactory factory = streamFactory(folder);
+        long start = System.nanoTime();
+        RunnableFuture<SnapshotResult<KeyedStateHandle>> future = backend.snapshot(checkpointId,
+                checkpointId, factory, CheckpointOptions.forCheckpointWithDefaultLocation());
+        long sync = System.nanoTime() - start;
+        Pending p = new Pending(checkpointId, sync, wait, time.now, future);
+        if (checkpointThread == null) {
+            checkpointThread = Executors.newSingleThreadExecutor(r -> {
+                Thread t = new Thread(r, "statebench-checkpoint-async");
+                t.setDaemon(true);
+                return t;
+            });
+        }
+        p.task = checkpointThread.submit(() -> p.run(time));
+        pending = p;
+        List<Object> out = new ArrayList<>();
+        out.add(sync);
+        out.add(wait);
+        return out;
+    }
+
+    /**
+     * On the task thread: waits for the checkpoint in flight, if any, then completes it as
+     * Flink's task does on the completion notification (notifyCheckpointComplete; its handle
+     * kept for the timed restore, its numbers in {@link #asyncCheckpoints}).
+     */
+    void completePending() throws Exception {
+        Pending p = pending;
+        if (p == null) {
+            return;
+        }
+        p.task.get();
+        pending = null;
+        if (p.failure != null) {
+            throw new IllegalStateException("the asynchronous phase of checkpoint " + p.id
+                    + " failed", p.failure);
+        }
+        backend.notifyCheckpointComplete(p.id);
+        KeyedStateHandle handle = p.result.getJobManagerOwnedSnapshot();
+        if (handle != null) {
+            checkpoints.add(handle);
+        }
+        asyncCheckpoints.add(new long[] {p.id, size(handle), checkpointed(handle), p.syncNs,
+                p.asyncNs, p.asyncCpuNs, p.waitNs});
+    }
+
     @Override
     public void close() throws Exception {
         try {
+            Pending p = pending;
+            pending = null;
+            if (p != null) {  // never dispose a backend under a running snapshot
+                try {
+                    p.task.get();
+                } catch (Exception ignored) {
+                    // closing anyway: the checkpoint is abandoned
+                }
+            }
+            if (checkpointThread != null) {
+                checkpointThread.shutdownNow();
+            }
             backend.dispose();
             registry.close();
         } finally {
