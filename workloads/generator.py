@@ -163,8 +163,10 @@ class Timeline:
 
 def total_events(spec: WorkloadSpec) -> int:
     """Events over all partitions (rows of the trace for trace sources)."""
-    if spec.source.kind == "trace":
-        return _open_trace(spec).metadata.num_rows
+    if spec.source.kind == "trace":  # its columns checked too: before any work, not in a task
+        pf = _open_trace(spec)
+        _check_trace_schema(str(spec.source.path), pf.schema_arrow)
+        return pf.metadata.num_rows
     assert spec.time is not None
     return Timeline(spec.time).total_events
 

@@ -91,6 +91,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # a full disk, a folder gone: the cause in one line
         hint = "" if verbose else " (--verbose shows where)"
         return _fail(f"{exc}{hint}", verbose)
+    except Exception as exc:
+        spark = sys.modules.get("workloads.run.engines.spark")  # never imported just for this
+        if spark is None or not isinstance(exc, spark.TaskError):
+            raise
+        if exc.own:  # one of statebench's errors, raised inside a Spark task
+            return _fail(str(exc), verbose)
+        hint = "" if verbose else " (--verbose shows the task's full trace)"
+        return _fail(f"{exc}{hint}", verbose, status=1)
     except KeyboardInterrupt:
         tempdirs.remove_all()
         return _fail("interrupted; temporary folders removed", verbose, status=130)

@@ -234,6 +234,8 @@ def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:
     refuse_overlap(args.results_dir, args.checkpoint_dir)  # before either folder is made
     if args.checkpoint_dir is not None:
         checks.lane_checkpoint_target("--checkpoint-dir", args.checkpoint_dir, cfg.backends)
+    events = total_events(cfg.spec)  # a trace that is missing, unreadable, empty or of wrong
+    # columns fails here, before any folder is made
     checks.writable_dir("--results-dir", args.results_dir)
     try:
         run_dir_free(args.results_dir, cfg.run_id)
@@ -241,7 +243,6 @@ def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:
         raise CliError(f"--results-dir {args.results_dir}: {exc}") from None
     if args.checkpoint_dir is not None:
         checks.checkpoint_target("--checkpoint-dir", args.checkpoint_dir)
-    events = total_events(cfg.spec)  # opens a trace: missing, unreadable or empty fails here
     warning = checks.disk_warning(cfg.spec, events, cfg.local_dir)
     if warning is not None:
         print(f"statebench: warning: {warning}", file=sys.stderr)

@@ -24,6 +24,7 @@ default master is ``local[*]``; any cluster via ``master`` (or ``spark-submit``'
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -55,6 +56,125 @@ SOURCE_DDL = (
 
 class InjectedTaskFailure(RuntimeError):
     """Raised on purpose by a task's first attempt (tests of Spark's retry)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Errors raised inside tasks
+# ------------------------------------------------------------------------------------------------
+#
+# Why: an error raised in a Spark task reaches the driver as a PythonException (or a
+# Py4JJavaError around one) of 100-140 lines: the task's Python traceback inside Spark's own
+# text. A task therefore wraps what it raises in one tagged line (the error's type and its
+# message as JSON), and the driver finds that line and raises a driver-side error the CLI prints
+# in one line: statebench's own errors as themselves (a bad trace is a TraceError, exit 2), an
+# unexpected one as a TaskError naming its type. The whole Spark error stays the ``__cause__``
+# (``--verbose`` prints it).
+
+_TAG_OPEN, _TAG_CLOSE = "<<statebench-task-error>>", "<<end-statebench-task-error>>"
+
+
+class TaskError(RuntimeError):
+    """An error raised inside a Spark task, as one line. ``kind`` is its qualified type name;
+    ``own`` whether it is one of statebench's (its message is then meant for the user)."""
+
+    def __init__(self, kind: str, message: str, own: bool) -> None:
+        self.kind, self.message, self.own = kind, message, own
+        first = (message.strip().splitlines() or [""])[0]
+        short = kind.rsplit(".", 1)[-1]
+        super().__init__(first if own else f"a Spark task failed: {short}: {first}")
+
+
+def _tag(exc: BaseException) -> str:
+    import json
+
+    kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
+    record: dict[str, Any] = {"kind": kind, "message": str(exc)}
+    if isinstance(exc, OSError):
+        record.update(errno=exc.errno, strerror=exc.strerror,
+                      filename=None if exc.filename is None else str(exc.filename))
+    return _TAG_OPEN + json.dumps(record) + _TAG_CLOSE
+
+
+def _reported(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A task's output, with what it raises tagged for :func:`driver_error` (module notes)."""
+    try:
+        yield from batches
+    except InjectedTaskFailure:
+        raise  # Spark's retry is what is tested; its message stays as it is
+    except Exception as exc:
+        raise RuntimeError(_tag(exc)) from exc
+
+
+def driver_error(exc: BaseException) -> BaseException | None:
+    """The one-line error a failed Spark job's ``exc`` stands for, or None if no task of
+    statebench's raised it (a Spark or JVM error of its own)."""
+    import json
+
+    texts = [str(exc), str(getattr(exc, "desc", "") or "")]
+    found = None
+    for text in texts:
+        found = re.search(re.escape(_TAG_OPEN) + r"(.*?)" + re.escape(_TAG_CLOSE), text)
+        if found is not None:
+            break
+    if found is None:
+        return _untagged(texts)
+    try:
+        record = json.loads(found.group(1))
+        kind, message = str(record["kind"]), str(record["message"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    return _rebuilt(kind, message, record)
+
+
+_PYTHON_ERROR = re.compile(r"^(?P<kind>[A-Za-z_][\w.]*(?:Error|Exception|Exit)): (?P<msg>.*)$")
+
+
+def _untagged(texts: list[str]) -> BaseException | None:
+    """A task that failed before statebench's code ran (its function did not import, a worker
+    crashed): the last Python exception line of Spark's text, as a TaskError; None when the
+    text holds no Python traceback (a JVM error of Spark's own is left as it is)."""
+    for text in texts:
+        if "Traceback (most recent call last)" not in text:
+            continue
+        lines = text.split("Traceback (most recent call last)", 1)[1].splitlines()
+        found = [m for m in (_PYTHON_ERROR.match(line) for line in lines) if m is not None]
+        if found:
+            return TaskError(found[-1]["kind"], found[-1]["msg"], own=False)
+    return None
+
+
+def _rebuilt(kind: str, message: str, record: dict[str, Any]) -> BaseException:
+    from backends.flink.errors import FlinkUnavailableError, FlinkWorkerError
+    from workloads.errors import InfrastructureError
+    from workloads.generator import TraceError
+    from workloads.run.plan import PlanError
+
+    if record.get("errno") is not None:  # an OSError (a full disk, a folder made read-only)
+        return OSError(record["errno"], record.get("strerror") or message, record.get("filename"))
+    short = kind.rsplit(".", 1)[-1]
+    if kind in ("workloads.generator.TraceError",):
+        return TraceError(message)
+    if kind in ("workloads.spec.SpecError", "workloads.run.plan.PlanError"):
+        return PlanError(message)
+    if kind == "workloads.errors.InfrastructureError":
+        return InfrastructureError(message)
+    if short == FlinkUnavailableError.__name__:
+        return InfrastructureError(message)
+    if kind.startswith("backends.flink.errors."):
+        return FlinkWorkerError(message)
+    own = kind.startswith(("workloads.", "backends."))
+    return TaskError(kind, message, own)
+
+
+def _unwrapped(action: Callable[[], Any]) -> Any:
+    """``action()``, with a failed task's error raised as its one-line driver error."""
+    try:
+        return action()
+    except Exception as exc:
+        error = driver_error(exc)
+        if error is None:
+            raise
+        raise error from exc
 
 
 # ------------------------------------------------------------------------------------------------
@@ -136,7 +256,9 @@ def get_session(master: str | None = None, app_name: str = "statebench") -> Spar
             f"could not start Spark with master {shown}: All masters are unresponsive (the "
             "context stopped right after it started). Check the --master URL and that the "
             "master is running and reachable")
-    spark.sparkContext.setLogLevel("ERROR")
+    # FATAL, not ERROR: a failed task's error reaches the driver as an exception (made one line
+    # by driver_error); Spark's ERROR log of the same task printed it again, 30-140 lines
+    spark.sparkContext.setLogLevel("FATAL")
     return spark
 
 
@@ -236,8 +358,8 @@ def _source_fn(
     def generate(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for id_batch in ids:
             for p in id_batch.column(0).to_pylist():
-                for batch in keyed_partition(spec, p, num_partitions, parallelism,
-                                             max_parallelism, batch_size):
+                for batch in _reported(keyed_partition(spec, p, num_partitions, parallelism,
+                                                       max_parallelism, batch_size)):
                     task = batch.column("task").to_numpy(zero_copy_only=False)
                     yield pa.RecordBatch.from_arrays(
                         [*batch.columns, pa.array(pkeys[task], pa.int64())], schema=schema
@@ -299,10 +421,10 @@ def _operator_fn(
                     f"injected failure in partition {partition} after input batch {i}"
                 )
 
-        yield from run_operator_batches(
+        yield from _reported(run_operator_batches(
             cfg, prefetch(batches, PREFETCH_BYTES), attempt=attempt, attempt_id=attempt_id,
             after_batch=after_batch,
-        )
+        ))
 
     return run_operator
 
@@ -345,12 +467,14 @@ class SparkEngine:
         conf.set("spark.sql.shuffle.partitions", str(cfg.parallelism))
         self._fail_task_once = cfg.fail_task_once
         self._keyed = keyed_events(self.spark, cfg).persist(StorageLevel.MEMORY_AND_DISK)
-        return data_facts(self._keyed, cfg)
+        keyed = self._keyed
+        return _unwrapped(lambda: data_facts(keyed, cfg))
 
     def run_job(self, op_cfg: OperatorConfig) -> pa.Table:
         assert self._keyed is not None, "prepare() first"
         fn = _operator_fn(op_cfg, self._fail_task_once)
-        return _normalise(self._keyed.mapInArrow(fn, METRIC_DDL).toArrow())
+        job = self._keyed.mapInArrow(fn, METRIC_DDL)
+        return _normalise(_unwrapped(job.toArrow))
 
     def release(self) -> None:
         if self._keyed is not None:
