@@ -13,14 +13,17 @@ from html import unescape
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from tests.report import test_browser as tb
 from workloads.report.fidelity import (
+    CAUSES,
     DISAGREE,
     INCREMENTAL_HEAP_REASON,
     TTL_ROW,
+    cause_shares,
     comparisons,
     fidelity_charts,
     fidelity_findings,
@@ -28,8 +31,9 @@ from workloads.report.fidelity import (
 )
 from workloads.report.figures import charts
 from workloads.report.fmt import TIMES, fmt_ratio, fmt_value
-from workloads.report.load import backend_label, load_run, with_references
+from workloads.report.load import ScenarioKey, backend_label, load_run, with_references
 from workloads.report.render import render_report, report_html
+from workloads.report.stats import stat
 
 PAIRS = (("heap", "flink-heap"), ("rocksdb", "flink-rocksdb"))
 
@@ -284,3 +288,62 @@ def test_fidelity_section_renders_in_chromium(make_run: Callable[..., Path]) -> 
     assert inc["y"][at] == pytest.approx(
         ratio_of(rows, "records_per_s", "ycsb-a", "flink-heap", "incremental"), rel=1e-9)
     assert TTL_ROW in {t["name"] for t in traces}
+
+
+def _add_causes(run_dir: Path, values: dict[tuple[str, str], dict[str, float]]) -> None:
+    """Adds job-total summary rows (one per repetition, as records_per_s's) of the checkpoint
+    model's causes to a synthetic run: {(backend, strategy): {metric: value}}."""
+    table = pq.read_table(run_dir / "rows.parquet")
+    rows = table.to_pylist()
+    units = {m: u for m, _, u in CAUSES} | {"records": "count"}
+    extra = [
+        dict(r, metric=metric, value=value, unit=units[metric])
+        for r in rows if r["metric"] == "records_per_s" and r["task"] == -1
+        for metric, value in values.get((r["backend"], r["strategy"]), {}).items()]
+    assert extra
+    pq.write_table(pa.Table.from_pylist(rows + extra, schema=table.schema),
+                   run_dir / "rows.parquet")
+
+
+def test_a_throughput_disagreement_is_put_down_to_a_measured_cause(
+    make_run: Callable[..., Path],
+) -> None:
+    """Flink's none made slower than its full_snapshot: the finding gives each side's measured
+    causes (none vs the strategy, share of task time) and names the one that differs most."""
+    run_dir = make_run("causes", flink=True,
+                       lane_throughput={("flink-heap", "full_snapshot"): 3.0})
+    _add_causes(run_dir, {
+        ("flink-heap", "none"): {"checkpoint_sync_share": 0.2, "jvm_gc_ms": 50.0,
+                                 "checkpoint_async_cpu_s": 0.4, "records": 1e6},
+        ("flink-heap", "full_snapshot"): {"checkpoint_sync_share": 0.15, "jvm_gc_ms": 0.0,
+                                          "checkpoint_async_cpu_s": 0.1, "records": 1e6},
+        ("heap", "none"): {"checkpoint_sync_share": 0.3},
+        ("heap", "full_snapshot"): {"checkpoint_sync_share": 0.3},
+    })
+    rows, run = _raw(run_dir), load_run(run_dir)
+    w = "sessions-churn"
+    key = ScenarioKey(w, "flink-heap", "none")
+    busy_s = stat(run, key, "records").center / stat(run, key, "records_per_s").center
+    shares = cause_shares(run, key)
+    assert shares["checkpoint_sync_share"] == 0.2
+    assert shares["jvm_gc_ms"] == pytest.approx(0.05 / busy_s)
+    assert shares["checkpoint_async_cpu_s"] == pytest.approx(0.4 / busy_s)
+    warns = [s.text for s in fidelity_findings(run, w) if s.severity == "warn"
+             and "full_snapshot costs" in s.text]
+    assert len(warns) == 1
+    ours = ratio_of(rows, "records_per_s", w, "heap", "full_snapshot")
+    flink = ratio_of(rows, "records_per_s", w, "flink-heap", "full_snapshot")
+    assert flink / ours > DISAGREE
+    assert ("Measured on statebench (none vs full_snapshot, share of task time): sync phases "
+            "and barrier waits 30.0% vs 30.0%; the largest difference is sync phases and "
+            "barrier waits (+0.0 points).") in warns[0]
+    # the checkpoint thread's CPU differs most on Flink's side
+    full = cause_shares(run, ScenarioKey(w, "flink-heap", "full_snapshot"))
+    deltas = {m: shares[m] - full[m] for m in shares}
+    assert max(deltas, key=lambda m: abs(deltas[m])) == "checkpoint_async_cpu_s"
+    assert warns[0].endswith(
+        f"Measured on Flink (none vs full_snapshot, share of task time): sync phases and "
+        f"barrier waits 20.0% vs 15.0%, JVM garbage collection {shares['jvm_gc_ms']:.1%} vs "
+        f"0.0%, checkpoint-thread CPU {shares['checkpoint_async_cpu_s']:.1%} vs "
+        f"{full['checkpoint_async_cpu_s']:.1%}; the largest difference is checkpoint-thread "
+        f"CPU ({deltas['checkpoint_async_cpu_s'] * 100:+.1f} points).")

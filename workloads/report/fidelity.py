@@ -9,6 +9,12 @@ workload without a TTL when the run has one. statebench's heap is set against Fl
 statebench's RocksDB against Flink's RocksDB. Where the two relative costs differ by more than
 :data:`DISAGREE`, a finding says so in plain words (the project's steering goal: within 1.5x).
 
+A throughput disagreement is put down to what each side measured of the checkpoint model
+(:data:`CAUSES`): the share of task time in synchronous phases and barrier waits, the JVM's
+garbage collection (Flink's lanes) and the CPU of the asynchronous checkpoint thread, each as a
+share of the task's busy time (records / records/s), for the strategy and for ``none``; the
+cause whose share differs most between the two is named.
+
 Every number is a :func:`workloads.report.stats.stat` center, i.e. the one summary rule of
 ``workloads.results.summaries`` (median of repetitions for throughput, peak over logical time
 for state).
@@ -54,6 +60,15 @@ TTL_FIELDS = ("ttl_ms", "strategies", "update_type", "visibility")
 INCREMENTAL_HEAP_REASON = (
     "Flink's incremental cleanup walks hash-table positions, not entries, and stops at empty "
     "positions, so it cleans much less on sparse state"
+)
+
+
+#: Measured causes of a throughput gap: (metric, what it is, how it becomes a share of the
+#: task's busy time: "share" is one already, "ms"/"s" are divided by the busy time).
+CAUSES = (
+    ("checkpoint_sync_share", "sync phases and barrier waits", "share"),
+    ("jvm_gc_ms", "JVM garbage collection", "ms"),
+    ("checkpoint_async_cpu_s", "checkpoint-thread CPU", "s"),
 )
 
 
@@ -226,7 +241,44 @@ def _sentence(run: Run, c: Comparison) -> Sentence | None:
     s.t(": they ").b(f"disagree by {fmt_ratio(c.fold)}").t(".")
     if c.metric == STORED_ENTRIES and c.strategy != TTL_ROW:
         _expired(run, c, s)
+    if c.metric == "records_per_s" and c.strategy != TTL_ROW:
+        _causes(run, c, s)
     return s
+
+
+def cause_shares(run: Run, key: ScenarioKey) -> dict[str, float]:
+    """Each measured cause of :data:`CAUSES` the scenario has, as a share of its task's busy
+    time (records over records/s: the per-task time when tasks are alike)."""
+    records, rate = stat(run, key, "records"), stat(run, key, "records_per_s")
+    busy_s = (records.center / rate.center
+              if records is not None and rate is not None and rate.center > 0 else None)
+    out: dict[str, float] = {}
+    for metric, _what, unit in CAUSES:
+        found = stat(run, key, metric)
+        if found is None or not math.isfinite(found.center):
+            continue
+        if unit == "share":
+            out[metric] = found.center
+        elif busy_s:
+            out[metric] = found.center / (1e3 if unit == "ms" else 1.0) / busy_s
+    return out
+
+
+def _causes(run: Run, c: Comparison, s: Sentence) -> None:
+    """Per side, the measured causes of none's time against the strategy's, and the one that
+    differs most (in points of task time), so a gap is put down to what was measured."""
+    for side, backend in (("statebench", c.ours), ("Flink", c.flink)):
+        mine = cause_shares(run, ScenarioKey(c.workload, backend, c.strategy))
+        base = cause_shares(run, ScenarioKey(c.workload, backend, BASELINE))
+        both = [(m, what) for m, what, _ in CAUSES if m in mine and m in base]
+        if not both:
+            continue
+        parts = [f"{what} {base[m]:.1%} vs {mine[m]:.1%}" for m, what in both]
+        metric, what = max(both, key=lambda mw: abs(base[mw[0]] - mine[mw[0]]))
+        delta = (base[metric] - mine[metric]) * 100
+        s.t(f" Measured on {side} ({BASELINE} vs {c.strategy}, share of task time): "
+            f"{', '.join(parts)}; the largest difference is ").b(what).t(
+            f" ({delta:+.1f} points).")
 
 
 def _expired(run: Run, c: Comparison, s: Sentence) -> None:
