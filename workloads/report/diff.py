@@ -1,8 +1,9 @@
 """Side-by-side comparison of two runs (or two sets of interleaved rounds) with ratios b/a.
 
 Each ratio carries a verdict from :mod:`workloads.report.verdict`: exact numbers are "equal" or
-"different" (with the difference), sampled numbers are coloured only on statistical evidence and
-are otherwise grey with the reason. A banner above the tables says which numbers the two sides'
+"different" (with the difference); timing-dependent and timed numbers (the classes are
+``workloads.report.metrics.class_of``) are coloured only on statistical evidence and are
+otherwise grey with the reason. A banner above the tables says which numbers the two sides'
 environments allow to compare: exact numbers always; timings only as a caveat when the machine,
 CPU count, Spark master or library versions differ (their ratios then stay grey).
 """
@@ -107,9 +108,10 @@ def banner_html(a: Side, b: Side) -> str:
     if env:
         items.append(
             '<li class="warn" data-banner="environment"><strong>Different environments</strong>: '
-            f"{_change_list(env)}. Exact numbers (entries, counts, logical bytes, checkpoint "
-            "sizes under a logical clock) are comparable; timings are not: their ratios are "
-            "shown as a caveat, never coloured.</li>"
+            f"{_change_list(env)}. Exact numbers (entries, counts, logical bytes, canonical "
+            "full-snapshot sizes under a logical clock) are comparable; timings and "
+            "timing-dependent sizes are not: their ratios are shown as a caveat, never "
+            "coloured.</li>"
         )
     else:
         items.append(
@@ -144,8 +146,13 @@ def legend_html(a: Side, b: Side, alpha: float = ALPHA) -> str:
     return (
         "<p>Ratios are B/A of each summary number (median of repetitions, median over "
         f"checkpoints, or peak over time).{rounds} <strong>Exact</strong> numbers (counted under "
-        "a logical clock) read <em>equal</em> or <em>different</em> with the difference. "
-        "<strong>Timed</strong> numbers are green (B better) or red (B worse) only when both "
+        "a logical clock: entries, logical bytes, the heap's physical bytes, canonical "
+        "full-snapshot sizes, cleanup counts) read <em>equal</em> or <em>different</em> with "
+        "the difference. <strong>Timing-dependent</strong> numbers (RocksDB's files, counters "
+        "and incremental checkpoint sizes, the state under its compaction filter, every count "
+        "on a processing-time clock: background threads decide them) and <strong>timed</strong>"
+        " numbers are never <em>different</em>: they are green (B better) or red (B worse) "
+        "only when both "
         f"sides have ≥{MIN_SAMPLES} samples, {test} rejects "
         f"“no change” at alpha={alpha:g} also after adjusting for the number of tests on this "
         f"page (Benjamini{DASH}Hochberg q &lt; alpha: two runs of identical code colour nothing "

@@ -9,6 +9,7 @@ values combine across tasks is ``workloads.results.summaries``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 # what rows mean is defined with the summaries, once; re-exported for the report's modules
 from workloads.results.summaries import NOT_APPLICABLE as NOT_APPLICABLE
@@ -25,12 +26,20 @@ SERIES_METRICS = (
 )
 
 
+#: The three classes of numbers (see :func:`class_of`).
+EXACT = "exact"
+TIMING_DEPENDENT = "timing-dependent"
+TIMED = "timed"
+CLASSES = (EXACT, TIMING_DEPENDENT, TIMED)
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     """Presentation facts about one metric name.
 
     ``better`` is +1 when higher is better, -1 when lower is better and 0 when the number is
-    descriptive only (e.g. how many entries a mechanism removed).
+    descriptive only (e.g. how many entries a mechanism removed). ``cls`` is the metric's class
+    where nothing about the scenario changes it (:func:`class_of` has the whole rule).
     """
 
     name: str
@@ -40,6 +49,7 @@ class MetricSpec:
     better: int
     #: Written by older runs only: shown when a run has it, never as an empty column.
     legacy: bool = False
+    cls: str = TIMED
 
 
 GROUPS: tuple[tuple[str, str], ...] = (
@@ -50,6 +60,10 @@ GROUPS: tuple[tuple[str, str], ...] = (
     ("state", "State size (peak over logical time)"),
     ("rocksdb", "RocksDB activity (peak over logical time: cumulative counters read as totals)"),
     ("checkpoint", "Checkpoints (median over checkpoints)"),
+    ("checkpoint_model", "Checkpoint model: share of task time in synchronous checkpoint phases "
+                         "and barrier waits, the task's rate while an asynchronous phase ran "
+                         "beside it and while none did, the asynchronous threads' CPU, the JVM's "
+                         "GC (median over repetitions)"),
     ("cleanup", "Cleanup (median over repetitions)"),
     ("cleanup_lag", "Cleanup lag per mechanism: expiry to physical removal, values, list "
                     "elements and map entries (median over repetitions)"),
@@ -58,7 +72,7 @@ GROUPS: tuple[tuple[str, str], ...] = (
 )
 #: Groups only some workloads or backends have (paced clocks, RocksDB): a workload without any
 #: of their numbers gets no table rather than a table of dashes.
-OPTIONAL_GROUPS = frozenset({"schedule", "rocksdb"})
+OPTIONAL_GROUPS = frozenset({"schedule", "rocksdb", "checkpoint_model"})
 
 #: Cleanup mechanisms, each with its own lag histogram (``cleanup_lag_<mechanism>_<stat>_ms``).
 MECHANISMS: tuple[tuple[str, str], ...] = (
@@ -80,7 +94,7 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec("state_ops_per_s", "state operations", "ops/s", "throughput", +1),
     MetricSpec("job_records_per_s", "whole job (with scheduling and transfer)", "records/s",
                "throughput", +1),
-    MetricSpec("records", "records processed", "records", "throughput", 0),
+    MetricSpec("records", "records processed", "records", "throughput", 0, cls=EXACT),
     MetricSpec("schedule_lag_p50_ms", "p50", "ms", "schedule", -1),
     MetricSpec("schedule_lag_p99_ms", "p99", "ms", "schedule", -1),
     MetricSpec("schedule_lag_max_ms", "max", "ms", "schedule", -1),
@@ -89,47 +103,70 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec("latency_p99_us", "p99", "us", "latency", -1),
     MetricSpec("latency_p999_us", "p99.9", "us", "latency", -1),
     MetricSpec("latency_max_us", "max", "us", "latency", -1),
-    MetricSpec("live_entries", "live entries", "entries", "state", -1),
-    MetricSpec("expired_present_entries", "expired-present entries", "entries", "state", -1),
-    MetricSpec("expired_present_bytes", "expired-present bytes", "bytes", "state", -1),
-    MetricSpec(STORED_ENTRIES, "stored entries (live + expired)", "entries", "state", -1),
-    MetricSpec("logical_bytes", "logical bytes", "bytes", "state", -1),
-    MetricSpec("physical_bytes", "physical bytes", "bytes", "state", -1),
-    MetricSpec("rocksdb_flushes", "flushes", "count", "rocksdb", 0),
-    MetricSpec("rocksdb_compactions", "compactions", "count", "rocksdb", 0),
-    MetricSpec("rocksdb_compaction_read_bytes", "compaction read", "bytes", "rocksdb", 0),
-    MetricSpec("rocksdb_compaction_write_bytes", "compaction written", "bytes", "rocksdb", -1),
-    MetricSpec("rocksdb_write_amp", "write amplification", "x", "rocksdb", -1),
-    MetricSpec("rocksdb_sst_files", "SST files", "count", "rocksdb", -1),
-    MetricSpec("rocksdb_sst_bytes", "SST bytes", "bytes", "rocksdb", -1),
-    MetricSpec("rocksdb_memtable_bytes", "memtable bytes", "bytes", "rocksdb", 0),
-    MetricSpec("checkpoint_bytes", "full size", "bytes", "checkpoint", -1),
-    MetricSpec("checkpoint_uploaded_bytes", "uploaded", "bytes", "checkpoint", -1),
+    MetricSpec("live_entries", "live entries", "entries", "state", -1, cls=EXACT),
+    MetricSpec("expired_present_entries", "expired-present entries", "entries", "state", -1,
+               cls=EXACT),
+    MetricSpec("expired_present_bytes", "expired-present bytes", "bytes", "state", -1, cls=EXACT),
+    MetricSpec(STORED_ENTRIES, "stored entries (live + expired)", "entries", "state", -1,
+               cls=EXACT),
+    MetricSpec("logical_bytes", "logical bytes", "bytes", "state", -1, cls=EXACT),
+    MetricSpec("physical_bytes", "physical bytes", "bytes", "state", -1, cls=EXACT),
+    MetricSpec("rocksdb_flushes", "flushes", "count", "rocksdb", 0, cls=TIMING_DEPENDENT),
+    MetricSpec("rocksdb_compactions", "compactions", "count", "rocksdb", 0, cls=TIMING_DEPENDENT),
+    MetricSpec("rocksdb_compaction_read_bytes", "compaction read", "bytes", "rocksdb", 0,
+               cls=TIMING_DEPENDENT),
+    MetricSpec("rocksdb_compaction_write_bytes", "compaction written", "bytes", "rocksdb", -1,
+               cls=TIMING_DEPENDENT),
+    MetricSpec("rocksdb_write_amp", "write amplification", "x", "rocksdb", -1,
+               cls=TIMING_DEPENDENT),
+    MetricSpec("rocksdb_sst_files", "SST files", "count", "rocksdb", -1, cls=TIMING_DEPENDENT),
+    MetricSpec("rocksdb_sst_bytes", "SST bytes", "bytes", "rocksdb", -1, cls=TIMING_DEPENDENT),
+    MetricSpec("rocksdb_memtable_bytes", "memtable bytes", "bytes", "rocksdb", 0,
+               cls=TIMING_DEPENDENT),
+    MetricSpec("checkpoint_bytes", "full size", "bytes", "checkpoint", -1, cls=EXACT),
+    MetricSpec("checkpoint_uploaded_bytes", "uploaded", "bytes", "checkpoint", -1, cls=EXACT),
     MetricSpec("checkpoint_sync_ms", "sync duration", "ms", "checkpoint", -1),
     MetricSpec("checkpoint_async_ms", "async duration", "ms", "checkpoint", -1),
     MetricSpec("checkpoint_upload_ms", "upload duration", "ms", "checkpoint", -1),
     MetricSpec("checkpoint_total_ms", "total duration", "ms", "checkpoint", -1),
+    MetricSpec("checkpoint_async_cpu_ms", "async CPU", "ms", "checkpoint", -1),
+    MetricSpec("checkpoint_wait_ms", "wait for the previous async phase", "ms", "checkpoint", -1),
     MetricSpec("restore_ms", "restore", "ms", "checkpoint", -1),
-    MetricSpec("cleanup_removed_read", "removed on read", "entries", "cleanup", 0),
-    MetricSpec("cleanup_removed_incremental", "removed incrementally", "entries", "cleanup", 0),
-    MetricSpec(
-        "cleanup_removed_compaction_filter", "removed by compaction", "entries", "cleanup", 0
-    ),
-    MetricSpec("cleanup_removed_timer", "removed by timer", "entries", "cleanup", 0),
-    MetricSpec("cleanup_removed_full_snapshot", "dropped from snapshots", "entries", "cleanup", 0),
+    # the engines' checkpoint model (issue 15): per task and repetition
+    MetricSpec("checkpoint_sync_share", "share of task time in sync phases and waits", "share",
+               "checkpoint_model", -1),
+    MetricSpec("records_per_s_during_async", "records/s while an async phase ran", "records/s",
+               "checkpoint_model", +1),
+    MetricSpec("records_per_s_outside_async", "records/s with no async phase", "records/s",
+               "checkpoint_model", +1),
+    MetricSpec("checkpoint_async_cpu_s", "async threads' CPU", "s", "checkpoint_model", -1),
+    MetricSpec("jvm_gc_ms", "JVM GC time", "ms", "checkpoint_model", -1),
+    MetricSpec("jvm_gc_count", "JVM GC runs", "count", "checkpoint_model", -1),
+    MetricSpec("cleanup_removed_read", "removed on read", "entries", "cleanup", 0, cls=EXACT),
+    MetricSpec("cleanup_removed_incremental", "removed incrementally", "entries", "cleanup", 0,
+               cls=EXACT),
+    MetricSpec("cleanup_removed_compaction_filter", "removed by compaction", "entries",
+               "cleanup", 0, cls=EXACT),
+    MetricSpec("cleanup_removed_timer", "removed by timer", "entries", "cleanup", 0, cls=EXACT),
+    MetricSpec("cleanup_removed_full_snapshot", "dropped from snapshots", "entries", "cleanup", 0,
+               cls=EXACT),
+    # cleanup lag is logical ms (expiry time to removal time on the TTL clock), not wall time
     *(
-        MetricSpec(lag_metric(m, st), f"{label} lag {st}", "ms", "cleanup_lag", -1)
+        MetricSpec(lag_metric(m, st), f"{label} lag {st}", "ms", "cleanup_lag", -1, cls=EXACT)
         for m, label in MECHANISMS
         for st in LAG_STATS
     ),
     # one histogram over every mechanism, written before issue 9
-    MetricSpec("cleanup_lag_mean_ms", "cleanup lag mean", "ms", "cleanup", -1, legacy=True),
-    MetricSpec("cleanup_lag_max_ms", "cleanup lag max", "ms", "cleanup", -1, legacy=True),
-    MetricSpec("cleanup_lag_p50_ms", "cleanup lag p50", "ms", "cleanup", -1, legacy=True),
-    MetricSpec("cleanup_lag_p99_ms", "cleanup lag p99", "ms", "cleanup", -1, legacy=True),
-    MetricSpec(
-        "expired_returned", "expired values returned (must be 0)", "count", "correctness", -1
-    ),
+    MetricSpec("cleanup_lag_mean_ms", "cleanup lag mean", "ms", "cleanup", -1, legacy=True,
+               cls=EXACT),
+    MetricSpec("cleanup_lag_max_ms", "cleanup lag max", "ms", "cleanup", -1, legacy=True,
+               cls=EXACT),
+    MetricSpec("cleanup_lag_p50_ms", "cleanup lag p50", "ms", "cleanup", -1, legacy=True,
+               cls=EXACT),
+    MetricSpec("cleanup_lag_p99_ms", "cleanup lag p99", "ms", "cleanup", -1, legacy=True,
+               cls=EXACT),
+    MetricSpec("expired_returned", "expired values returned (must be 0)", "count",
+               "correctness", -1, cls=EXACT),
 )
 
 CATALOGUE: dict[str, MetricSpec] = {m.name: m for m in _CATALOGUE}
@@ -145,3 +182,122 @@ def spec_for(name: str, unit: str = "") -> MetricSpec:
     if known is not None:
         return known
     return MetricSpec(name, name.replace("_", " "), unit, "other", 0)
+
+
+# ------------------------------------------------------------------------------------------------
+# Classes: which numbers repeat exactly, which move with background timing, which are timed
+# ------------------------------------------------------------------------------------------------
+
+#: The clock under which counted numbers repeat from run to run.
+LOGICAL_CLOCK = "EventTime"
+#: Backends whose files are RocksDB's (statebench's and Flink's): their on-disk layout at any
+#: moment depends on when the background flushes and compactions ran.
+ROCKSDB_BACKENDS = frozenset({"rocksdb", "flink-rocksdb"})
+#: Sizes of RocksDB's files (SST files + memtables on a RocksDB backend; a deterministic
+#: footprint of what the states hold on the heap backends).
+FILE_SIZE_METRICS = frozenset({"physical_bytes"})
+#: Checkpoint sizes: canonical full snapshots are a function of the state's contents; RocksDB's
+#: incremental checkpoints are the SST files that exist at the barrier.
+CHECKPOINT_SIZE_METRICS = frozenset({"checkpoint_bytes", "checkpoint_uploaded_bytes"})
+#: Numbers that stay exact even where the state's layout is timing-dependent: expired values
+#: returned must be 0 whatever happens, records processed is the input.
+ALWAYS_EXACT = frozenset({"expired_returned", "records"})
+
+
+@dataclass(frozen=True)
+class MetricClass:
+    """A metric's class in one scenario and why (``reason`` is "" for exact numbers)."""
+
+    cls: str
+    reason: str = ""
+
+    @property
+    def exact(self) -> bool:
+        return self.cls == EXACT
+
+
+def class_of(metric: str, backend: str = "", strategy: str = "", *,
+             clock: str = LOGICAL_CLOCK, checkpoint_mode: str = "full") -> MetricClass:
+    """The class of ``metric`` in a scenario: the one rule the report, ``diff`` and asv share.
+
+    * **exact** (:data:`EXACT`): counted under the logical clock; the same seed and configuration
+      give the same number: entry counts, logical bytes, the heap's physical bytes (a
+      deterministic footprint), canonical full-snapshot sizes, cleanup counts and lags (logical
+      ms). A diff says "equal" or "different".
+    * **timing-dependent** (:data:`TIMING_DEPENDENT`): physical numbers that move with
+      background threads: RocksDB's SST/physical/memtable bytes, flush and compaction counts,
+      write amplification, RocksDB's incremental checkpoint sizes; with RocksDB's compaction
+      filter also the state's counts (it drops entries when a compaction runs); and every
+      counted number on a ProcessingTime (paced) clock. A diff gives their spread and the
+      significance test, never "different".
+    * **timed** (:data:`TIMED`): throughput, latency, durations, shares of time, CPU, GC.
+      Unknown metrics are treated as timed: never "different" without a rule saying so.
+
+    ``clock`` is the workload's TTL time characteristic ("EventTime" or "ProcessingTime"),
+    ``checkpoint_mode`` its spec's ``[checkpoints] mode`` ("full" or "incremental").
+    """
+    spec = CATALOGUE.get(metric)
+    if spec is None:
+        return MetricClass(TIMED, "not in the metric catalogue")
+    if spec.cls == TIMED:
+        return MetricClass(TIMED, "timed")
+    if spec.cls == TIMING_DEPENDENT or rocksdb_metric(metric):
+        return MetricClass(TIMING_DEPENDENT, "RocksDB's counters and sizes depend on when its "
+                                             "background flushes and compactions ran")
+    if metric in ALWAYS_EXACT:
+        return MetricClass(EXACT)
+    if clock != LOGICAL_CLOCK:
+        return MetricClass(TIMING_DEPENDENT, f"{clock} clock: counts depend on wall time")
+    on_rocksdb = backend in ROCKSDB_BACKENDS
+    if on_rocksdb and metric in FILE_SIZE_METRICS:
+        return MetricClass(TIMING_DEPENDENT, "file sizes depend on background flushes and "
+                                             "compactions")
+    if on_rocksdb and metric in CHECKPOINT_SIZE_METRICS and checkpoint_mode == "incremental":
+        return MetricClass(TIMING_DEPENDENT, "incremental checkpoints hold the SST files that "
+                                             "exist at the barrier: background compactions "
+                                             "decide which")
+    if on_rocksdb and strategy.split("(", 1)[0].strip() == "compaction_filter":
+        return MetricClass(TIMING_DEPENDENT, "the compaction filter drops entries when "
+                                             "background compactions run")
+    return MetricClass(EXACT)
+
+
+def _spec_of(meta: dict[str, Any], workload: str) -> dict[str, Any]:
+    specs = meta.get("spec")
+    for spec in specs if isinstance(specs, list) else [specs]:
+        if isinstance(spec, dict) and spec.get("name") == workload:
+            return spec
+    return {}
+
+
+def workload_clock(meta: dict[str, Any], workload: str) -> str:
+    """The workload's TTL time characteristic from run.json ("unknown" if the run has no spec
+    for it); a spec without the field is ProcessingTime, the parser's default."""
+    spec = _spec_of(meta, workload)
+    if not spec:
+        return "unknown"
+    state = spec.get("state") if isinstance(spec.get("state"), dict) else {}
+    return str(state.get("time_characteristic", "ProcessingTime"))
+
+
+def workload_checkpoint_mode(meta: dict[str, Any], workload: str) -> str:
+    """The workload's checkpoint mode from run.json ("incremental" when unknown: the class
+    that claims less)."""
+    spec = _spec_of(meta, workload)
+    ckpt = spec.get("checkpoints") if isinstance(spec.get("checkpoints"), dict) else None
+    if ckpt is None:
+        return "incremental"
+    return str(ckpt.get("mode", "full"))
+
+
+def run_class_of(metas: list[dict[str, Any]], workload: str, backend: str, strategy: str,
+                 metric: str) -> MetricClass:
+    """:func:`class_of` for a scenario of one or more runs (their run.json dicts): exact only
+    when it is exact under every run's clock and checkpoint mode."""
+    found = [class_of(metric, backend, strategy, clock=workload_clock(m, workload),
+                      checkpoint_mode=workload_checkpoint_mode(m, workload)) for m in metas]
+    for cls in (TIMED, TIMING_DEPENDENT):
+        for c in found:
+            if c.cls == cls:
+                return c
+    return found[0] if found else class_of(metric, backend, strategy)

@@ -14,12 +14,15 @@ from workloads.report.fmt import DASH, MISSING, fmt_range, fmt_value, iec_bytes
 from workloads.report.load import Run, ScenarioKey, backend_label
 from workloads.report.metrics import (
     CATALOGUE,
+    EXACT,
     GROUPS,
     LAG_STATS,
     MECHANISMS,
     NOT_APPLICABLE,
     OPTIONAL_GROUPS,
+    TIMING_DEPENDENT,
     lag_metric,
+    run_class_of,
     spec_for,
 )
 from workloads.report.runinfo import is_paced, paced_note
@@ -48,13 +51,20 @@ def unit_of(run: Run, metric: str) -> str:
     return run.units.get(metric) or spec_for(metric).unit
 
 
-def stat_cell(s: Stat | None, unit: str, metric: str = "") -> str:
+def metric_class(run: Run, key: ScenarioKey, metric: str) -> str:
+    """The metric's class in this scenario of ``run`` (``metrics.class_of``)."""
+    return run_class_of([run.meta], key.workload, key.backend, key.strategy, metric).cls
+
+
+def stat_cell(s: Stat | None, unit: str, metric: str = "", klass: str = "") -> str:
     """A table cell: the headline value, then spread in small print (or "—" if missing).
 
     ``data-metric`` names the metric so tests (and user scripts) can find a cell without
-    depending on column order.
+    depending on column order; ``data-class`` its class (exact, timing-dependent, timed) when
+    given, and a timing-dependent number says so under its spread.
     """
     attr = f' data-metric="{escape(metric)}"' if metric else ""
+    attr += f' data-class="{escape(klass)}"' if klass else ""
     if s is None:
         return f'<td class="num missing"{attr}>{MISSING}</td>'
     if s.basis.startswith("peak"):
@@ -68,6 +78,8 @@ def stat_cell(s: Stat | None, unit: str, metric: str = "") -> str:
         ]
     else:
         lines = ["n=1"]
+    if klass == TIMING_DEPENDENT:
+        lines.append("timing-dependent")
     detail = "<br>".join(escape(line) for line in lines)
     title = escape(f"{s.basis}; exact value {s.center:.6g}")
     shown = escape(fmt_value(s.center, unit))
@@ -96,7 +108,8 @@ def _row(run: Run, key: ScenarioKey, metrics: list[str]) -> str:
         return (
             f'<tr class="na" {ids}>{head}<td class="na" colspan="{len(metrics)}">{text}</td></tr>'
         )
-    cells = "".join(stat_cell(stat(run, key, m), unit_of(run, m), m) for m in metrics)
+    cells = "".join(stat_cell(stat(run, key, m), unit_of(run, m), m, metric_class(run, key, m))
+                    for m in metrics)
     return f"<tr {ids}>{head}{cells}</tr>"
 
 
@@ -147,8 +160,9 @@ def cleanup_lag_table(run: Run, workload: str, title: str) -> str:
             continue
         for mechanism, label in _mechanisms(run, key):
             removed = f"cleanup_removed_{mechanism}"
-            cells = stat_cell(stat(run, key, removed), unit_of(run, removed), removed) + "".join(
-                stat_cell(stat(run, key, m), "ms", m)
+            cells = stat_cell(stat(run, key, removed), unit_of(run, removed), removed,
+                              metric_class(run, key, removed)) + "".join(
+                stat_cell(stat(run, key, m), "ms", m, metric_class(run, key, m))
                 for m in (lag_metric(mechanism, st) for st in LAG_STATS)
             )
             rows.append(f'<tr {ids} data-mechanism="{escape(mechanism)}">{head_cells}'
@@ -212,7 +226,22 @@ def summary_tables(run: Run, workload: str) -> str:
             f'data-workload="{escape(workload)}" data-group="{escape(group)}"{paced}>'
             f"{_header(run, metrics)}<tbody>{rows}</tbody></table></div>"
         )
+    parts.append(CLASSES_NOTE)
     return "\n".join(p for p in parts if p)
+
+
+#: How to read a number, by its class (``metrics.class_of``), under every workload's tables.
+CLASSES_NOTE = (
+    '<p class="classes-note">Three kinds of numbers: <strong>exact</strong> ones are counted '
+    "on the logical clock and repeat exactly run after run (entry counts, logical bytes, the "
+    "heap's physical bytes, canonical full-snapshot sizes, cleanup counts and lags); "
+    f"<strong>{TIMING_DEPENDENT}</strong> ones (marked) are physical and move with background "
+    "threads (RocksDB's SST, physical and memtable bytes, flushes, compactions, write "
+    "amplification, RocksDB's incremental checkpoint sizes, the state under RocksDB's "
+    "compaction filter, every count on a processing-time clock); <strong>timed</strong> ones "
+    "(throughput, latency, durations, CPU, GC) are measured with the spread shown. Only "
+    f"{EXACT} numbers may be compared exactly.</p>"
+)
 
 
 def not_applicable_table(run: Run) -> str:

@@ -1,19 +1,23 @@
 """What a diff may conclude about one metric of one scenario: a verdict only on evidence.
 
-Two kinds of numbers need two kinds of comparison:
+Numbers come in three classes (``workloads.report.metrics.class_of``, the one rule):
 
-* **Exact** numbers are counted, not timed: entries, counts, logical bytes, checkpoint sizes and
-  cleanup lags (in logical ms). Under a logical clock (EventTime) the same seed and
-  configuration give the same numbers, so A and B are simply "equal" or "different", with the
-  difference shown: no test, no noise. They stop being exact under ProcessingTime (the clock
-  follows the wall), and RocksDB's physical bytes never are (background flushes and compactions
-  decide the file sizes).
-* **Sampled** numbers (throughput, latency, durations, and every number that is not exact)
-  vary from run to run. Their ratio B/A is coloured only when both sides have at least
-  :data:`MIN_SAMPLES` samples and an exact Mann-Whitney U test rejects "no change" at
-  :data:`ALPHA`, the bootstrap interval of the ratio of medians excludes 1, and the change is at
-  least :data:`NOTICEABLE`. A page tests many metrics at once, so p is also adjusted for their
-  number (Benjamini-Hochberg, :func:`adjusted`). Anything less is shown grey with the reason.
+* **Exact** numbers are counted, not timed: entries, logical bytes, the heap's physical bytes,
+  canonical full-snapshot sizes, cleanup counts and lags (in logical ms). Under a logical clock
+  (EventTime) the same seed and configuration give the same numbers, so A and B are simply
+  "equal" or "different", with the difference shown: no test, no noise.
+* **Timing-dependent** numbers are physical: RocksDB's SST, physical and memtable bytes, its
+  flush and compaction counts and write amplification, RocksDB's incremental checkpoint sizes,
+  the state counts under RocksDB's compaction filter, and every counted number under
+  ProcessingTime (the clock follows the wall). Background threads decide them, so they are
+  never "different": they take the sampled path below, with their spread.
+* **Timed** numbers (throughput, latency, durations, CPU, GC) vary from run to run.
+
+Timing-dependent and timed ratios B/A are coloured only when both sides have at least
+:data:`MIN_SAMPLES` samples and an exact Mann-Whitney U test rejects "no change" at
+:data:`ALPHA`, the bootstrap interval of the ratio of medians excludes 1, and the change is at
+least :data:`NOTICEABLE`. A page tests many metrics at once, so p is also adjusted for their
+number (Benjamini-Hochberg, :func:`adjusted`). Anything less is shown grey with the reason.
 
 A *side* of a diff is one run folder, or the rounds of an interleaved A/B session. With one run,
 the samples of a summary metric are its repetitions; a checkpoint median or a peak over time is
@@ -25,14 +29,22 @@ unit of evidence.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
 
 from workloads.report.fmt import DASH, TIMES, fmt_value
 from workloads.report.load import Run, Samples, ScenarioKey
-from workloads.report.metrics import CATALOGUE, spec_for
+from workloads.report.metrics import (
+    EXACT,
+    TIMED,
+    TIMING_DEPENDENT,
+    MetricClass,
+    run_class_of,
+    spec_for,
+    workload_clock,
+)
 from workloads.report.significance import (
     mann_whitney,
     paired_ratio_ci,
@@ -43,23 +55,12 @@ from workloads.report.significance import (
 )
 from workloads.report.stats import Stat, summarize
 
+#: A metric with no other class: timed (the sampled path).
+_TIMED = MetricClass(TIMED, "timed")
 ALPHA = 0.05
 MIN_SAMPLES = 3
 NOTICEABLE = 0.05
 CI_LEVEL = 0.95
-
-#: Catalogue units that are counted under the logical clock.
-EXACT_UNITS = frozenset({"entries", "count", "records", "bytes"})
-#: Cleanup lag is measured in logical milliseconds (expiry time to removal time), not wall time.
-LOGICAL_MS_PREFIX = "cleanup_lag_"
-#: Sizes of files on disk: depend on when background flushes/compactions ran.
-FILE_SIZE_METRICS = frozenset({"physical_bytes"})
-#: RocksDB's own counters (flushes, compactions, SST files, memtables) move with its
-#: background threads, so even under the logical clock they are measured, not counted.
-ROCKSDB_COUNTER_PREFIX = "rocksdb_"
-#: The clock that makes counted numbers reproducible.
-LOGICAL_CLOCK = "EventTime"
-
 
 @dataclass(frozen=True)
 class Side:
@@ -104,6 +105,8 @@ class Verdict:
     p: float | None = None
     ci: tuple[float, float] | None = None
     q: float | None = None  # p adjusted for the number of tests on the page
+    #: The metric's class here: exact, timing-dependent or timed (metrics.class_of).
+    cls: str = ""
 
     @property
     def coloured(self) -> bool:
@@ -117,30 +120,13 @@ def time_characteristic(run: Run, workload: str) -> str:
     A `run` folder stores one spec, a `compare` folder a list; the parser's default is
     ProcessingTime, so a spec without the field is ProcessingTime.
     """
-    specs = run.meta.get("spec")
-    items = specs if isinstance(specs, list) else [specs]
-    for spec in items:
-        if isinstance(spec, dict) and spec.get("name") == workload:
-            state = spec.get("state") if isinstance(spec.get("state"), dict) else {}
-            return str(state.get("time_characteristic", "ProcessingTime"))
-    return "unknown"
+    return workload_clock(run.meta, workload)
 
 
-def exact_reason(metric: str, key: ScenarioKey, clocks: set[str]) -> str | None:
-    """None when ``metric`` in ``key`` is an exact number under ``clocks``; else why it is not."""
-    spec = CATALOGUE.get(metric)
-    if spec is None:
-        return "not in the metric catalogue"
-    if spec.unit not in EXACT_UNITS and not metric.startswith(LOGICAL_MS_PREFIX):
-        return "timed"
-    if clocks != {LOGICAL_CLOCK}:
-        shown = "/".join(sorted(clocks))
-        return f"{shown} clock: counts depend on wall time"
-    if metric in FILE_SIZE_METRICS and "rocksdb" in key.backend:
-        return "file sizes depend on background flushes and compactions"
-    if metric.startswith(ROCKSDB_COUNTER_PREFIX):
-        return "RocksDB's counters depend on when its background flushes and compactions ran"
-    return None
+def metric_class(a: Side, b: Side, key: ScenarioKey, metric: str) -> MetricClass:
+    """The metric's class in this scenario on both sides: exact only if exact in every run."""
+    return run_class_of([r.meta for r in (*a.runs, *b.runs)], key.workload, key.backend,
+                        key.strategy, metric)
 
 
 def _values(samples: Samples) -> np.ndarray:
@@ -186,21 +172,22 @@ def _same(samples: list[Samples]) -> bool:
 def _exact(metric: str, unit: str, a: list[Samples], b: list[Samples]) -> Verdict:
     sa, sb = summarize(a[0]), summarize(b[0])
     if sa is None or sb is None:
-        return Verdict(None, "", "no finite values", "exact")
+        return Verdict(None, "", "no finite values", "exact", cls=EXACT)
     r = _ratio(sa.center, sb.center)
     if a[0].values.shape == b[0].values.shape and np.array_equal(a[0].values, b[0].values):
-        return Verdict(r, "equal", "equal (exact)", "exact")
+        return Verdict(r, "equal", "equal (exact)", "exact", cls=EXACT)
     delta = sb.center - sa.center
     if delta == 0:
         differing = int(np.sum(a[0].values != b[0].values)) if a[0].values.shape == \
             b[0].values.shape else -1
         detail = (f"{differing} of {a[0].values.size} samples differ" if differing >= 0
                   else f"{a[0].values.size} vs {b[0].values.size} samples")
-        return Verdict(r, "different", f"different: same {sa.basis}, {detail}", "exact")
+        return Verdict(r, "different", f"different: same {sa.basis}, {detail}", "exact",
+                       cls=EXACT)
     sign = "+" if delta > 0 else "-"
     pct = f" ({sign}{abs(delta) / abs(sa.center) * 100:.1f}%)" if sa.center else ""
     return Verdict(r, "different",
-                   f"different: {sign}{fmt_value(abs(delta), unit)}{pct}", "exact")
+                   f"different: {sign}{fmt_value(abs(delta), unit)}{pct}", "exact", cls=EXACT)
 
 
 @dataclass(frozen=True)
@@ -220,24 +207,29 @@ class _Evidence:
     p: float | None = None
     ci: tuple[float, float] | None = None
     min_p: float = 1.0
+    #: The metric's class (timed or timing-dependent) and why, named in the note.
+    cls: MetricClass = field(default_factory=lambda: _TIMED)
 
     @classmethod
     def of(cls, metric: str, a: np.ndarray, b: np.ndarray, caveat: str,
-           paired: bool) -> _Evidence:
+           paired: bool, klass: MetricClass | None = None) -> _Evidence:
+        klass = klass or _TIMED
         paired = paired and a.size == b.size and bool(np.all(a > 0))
         if a.size == 0 or b.size == 0:
-            return cls(metric, a, b, caveat, None)
+            return cls(metric, a, b, caveat, None, cls=klass)
         if paired:
             ratio: float | None = float(np.median(b / a))
         else:
             ratio = _ratio(float(np.median(a)), float(np.median(b)))
         if min(a.size, b.size) < MIN_SAMPLES:
-            return cls(metric, a, b, caveat, ratio)
+            return cls(metric, a, b, caveat, ratio, cls=klass)
         if paired:
             return cls(metric, a, b, caveat, ratio, signed_rank(a, b).p,
-                       paired_ratio_ci(a, b, level=CI_LEVEL), smallest_paired_p(a.size))
+                       paired_ratio_ci(a, b, level=CI_LEVEL), smallest_paired_p(a.size),
+                       cls=klass)
         return cls(metric, a, b, caveat, ratio, mann_whitney(a, b).p,
-                   ratio_of_medians_ci(a, b, level=CI_LEVEL), smallest_p(a.size, b.size))
+                   ratio_of_medians_ci(a, b, level=CI_LEVEL), smallest_p(a.size, b.size),
+                   cls=klass)
 
 
 def adjusted(p_values: Sequence[float]) -> list[float]:
@@ -262,18 +254,20 @@ def adjusted(p_values: Sequence[float]) -> list[float]:
 def _decide(e: _Evidence, alpha: float, q: float | None, tests: int) -> Verdict:
     """The verdict from tested evidence; ``q`` is p adjusted for the ``tests`` on the page."""
     a, b, r = e.a, e.b, e.ratio
+    klass = e.cls.cls
     if a.size == 0 or b.size == 0:
-        return Verdict(None, "", "no finite values", "sampled")
-    prefix = f"{e.caveat}; " if e.caveat else ""
+        return Verdict(None, "", "no finite values", "sampled", cls=klass)
+    tag = f"{TIMING_DEPENDENT} ({e.cls.reason}); " if klass == TIMING_DEPENDENT else ""
+    prefix = tag + (f"{e.caveat}; " if e.caveat else "")
     if e.p is None:
         why = "n=1: no spread" if min(a.size, b.size) == 1 else (
             f"n={a.size} vs {b.size}: fewer than {MIN_SAMPLES} per side")
-        return Verdict(r, "grey", prefix + why, "sampled")
+        return Verdict(r, "grey", prefix + why, "sampled", cls=klass)
     interval = f" · {CI_LEVEL:.0%} CI {e.ci[0]:.2f}{DASH}{e.ci[1]:.2f}{TIMES}" if e.ci else ""
     q = e.p if q is None else q
     family = f", q={q:.2g} over {tests} tests" if tests > 1 else ""
     stated = f"p={e.p:.2g}{family}{interval}"
-    verdict = partial(Verdict, r, "grey", kind="sampled", p=e.p, ci=e.ci, q=q)
+    verdict = partial(Verdict, r, "grey", kind="sampled", p=e.p, ci=e.ci, q=q, cls=klass)
     if e.min_p >= alpha:
         return verdict(f"{prefix}n={a.size} vs {b.size}: the exact test cannot reach "
                        f"p<{alpha:g} (smallest p={e.min_p:.2g})")
@@ -289,7 +283,7 @@ def _decide(e: _Evidence, alpha: float, q: float | None, tests: int) -> Verdict:
     if e.caveat or better == 0:
         return verdict(f"{prefix}changed, {stated}")
     css = "better" if (r > 1) == (better > 0) else "worse"
-    return Verdict(r, css, f"{css}, {stated}", "sampled", e.p, e.ci, q)
+    return Verdict(r, css, f"{tag}{css}, {stated}", "sampled", e.p, e.ci, q, klass)
 
 
 def _assess(a: Side, b: Side, key: ScenarioKey, metric: str, caveat: str, paired: bool
@@ -299,15 +293,15 @@ def _assess(a: Side, b: Side, key: ScenarioKey, metric: str, caveat: str, paired
     if not sa or not sb:
         missing = " and ".join(s.label for s, found in ((a, sa), (b, sb)) if not found)
         return Verdict(None, "", f"not measured in {missing}", "exact")
-    clocks = {time_characteristic(r, key.workload) for r in (*a.runs, *b.runs)}
-    if exact_reason(metric, key, clocks) is None:
+    klass = metric_class(a, b, key, metric)
+    if klass.cls == EXACT:
         if _same(sa) and _same(sb):
             return _exact(metric, sa[0].unit or spec_for(metric).unit, sa, sb)
         unstable = " and ".join(s.label for s, x in ((a, sa), (b, sb)) if not _same(x))
         caveat = ", ".join(c for c in (caveat, f"not reproducible across {unstable}'s runs")
                            if c)
     return _Evidence.of(metric, side_values(a, key, metric), side_values(b, key, metric),
-                        caveat, paired)
+                        caveat, paired, klass)
 
 
 def judge_all(a: Side, b: Side, items: Sequence[tuple[ScenarioKey, str]], *,
