@@ -17,6 +17,8 @@ traceback as well. SIGTERM/SIGINT remove the run's temporary folders before the 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -71,6 +73,21 @@ def _fail(message: str, verbose: bool, status: int = 2) -> int:
     return status
 
 
+class _Py4JNoise(logging.Filter):
+    """Drops what py4j logs to the root logger while the JVM link breaks: a SIGINT during a
+    Spark job printed a 50-line py4j traceback ("KeyboardInterrupt while sending command")
+    before the CLI's own line. The error it logs is raised anyway; --verbose keeps it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return f"{os.sep}py4j{os.sep}" not in (record.pathname or "")
+
+
+def _quiet_py4j() -> None:
+    root = logging.getLogger()
+    if not any(isinstance(f, _Py4JNoise) for f in root.filters):
+        root.addFilter(_Py4JNoise())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default: sys.argv[1:]) and run the chosen command; returns its status."""
     from workloads.run import tempdirs
@@ -78,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     verbose = bool(getattr(args, "verbose", False))
+    if not verbose:
+        _quiet_py4j()
     tempdirs.install_signal_handlers()
     try:
         return int(args.handler(args) or 0)
