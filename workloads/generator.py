@@ -33,15 +33,16 @@ cost of every partition scanning the (projected) file.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from workloads import limits
 from workloads.distributions import TimeContext, make_key_chooser, sample_sizes
 from workloads.ops import (
     CARRIES_VALUE_BY_CODE,
@@ -165,7 +166,8 @@ def total_events(spec: WorkloadSpec) -> int:
     """Events over all partitions (rows of the trace for trace sources)."""
     if spec.source.kind == "trace":  # its columns checked too: before any work, not in a task
         pf = _open_trace(spec)
-        _check_trace_schema(str(spec.source.path), pf.schema_arrow)
+        path = str(spec.source.path)
+        _check_trace_bounds(path, pf, _check_trace_schema(path, pf.schema_arrow))
         return pf.metadata.num_rows
     assert spec.time is not None
     return Timeline(spec.time).total_events
@@ -297,19 +299,74 @@ class _PartitionStream:
 # ------------------------------------------------------------------------------------------------
 
 
+def _check_trace_file(path: str) -> None:
+    """An untrusted file: a regular file (a FIFO would block), of bounded size, with a Parquet
+    footer of bounded size (its length is the file's last 8 bytes but 4)."""
+    try:
+        fd = limits.open_regular(path, "trace")
+    except FileNotFoundError:
+        raise TraceError(f"trace {path}: file not found (source.path)") from None
+    except limits.FileProblem as exc:
+        raise TraceError(str(exc)) from None
+    try:
+        size = os.fstat(fd).st_size
+        if size > limits.MAX_TRACE_BYTES:
+            raise TraceError(f"trace {path}: is {size} bytes; at most {limits.MAX_TRACE_BYTES}")
+        tail = os.pread(fd, 8, size - 8) if size >= 12 else b""
+    except OSError as exc:
+        raise TraceError(f"trace {path}: cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    if len(tail) != 8 or tail[4:] != b"PAR1":
+        raise TraceError(f"trace {path}: not a Parquet file (no Parquet footer at its end)")
+    footer = int.from_bytes(tail[:4], "little")
+    if footer > min(size - 12, limits.MAX_TRACE_FOOTER_BYTES):
+        raise TraceError(f"trace {path}: its Parquet footer claims {footer} bytes; at most "
+                         f"{min(size - 12, limits.MAX_TRACE_FOOTER_BYTES)} (a damaged file?)")
+
+
 def _open_trace(spec: WorkloadSpec) -> pq.ParquetFile:
     path = spec.source.path
     assert path is not None
-    if not Path(path).is_file():
-        raise TraceError(f"trace {path}: file not found (source.path)")
+    _check_trace_file(path)
     try:
         pf = pq.ParquetFile(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise TraceError(f"trace {path}: not a readable Parquet file: {exc}") from None
-    if pf.metadata.num_rows == 0:
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise TraceError(f"trace {path}: not a readable Parquet file: {first}") from None
+    rows = pf.metadata.num_rows
+    if rows == 0:
         # as --events 0 and events = 0 are refused: a run without events measures nothing
         raise TraceError(f"trace {path}: has no rows; a run needs at least one event")
+    if not 0 < rows <= limits.MAX_EVENTS:
+        raise TraceError(f"trace {path}: has {rows} rows; {limits.EVENTS.describe()}")
     return pf
+
+
+def _check_trace_bounds(path: str, pf: pq.ParquetFile, columns: list[str]) -> None:
+    """What the footer says before a row is read: every row group's read columns decode to a
+    bounded size, and ``ts`` statistics (where written) stay in 0..MAX_TIME_MS."""
+    meta = pf.metadata
+    names = [meta.schema.column(i).path for i in range(meta.num_columns)]
+    wanted = [i for i, name in enumerate(names) if name in columns]
+    ts_index = names.index("ts") if "ts" in names else None
+    timestamp = pa.types.is_timestamp(pf.schema_arrow.field("ts").type)
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        size = sum(group.column(i).total_uncompressed_size for i in wanted)
+        if size > limits.MAX_TRACE_ROW_GROUP_BYTES:
+            raise TraceError(
+                f"trace {path}: row group {g} holds {size} bytes of the columns a run reads; at "
+                f"most {limits.MAX_TRACE_ROW_GROUP_BYTES} (write it with smaller row groups)")
+        stats = group.column(ts_index).statistics if ts_index is not None else None
+        if timestamp or stats is None or not stats.has_min_max:
+            continue  # timestamps are checked in ms, as they are read
+        lo, hi = stats.min, stats.max
+        if isinstance(lo, int) and isinstance(hi, int) and not (
+                lo >= 0 and hi <= limits.MAX_TIME_MS):
+            raise TraceError(
+                f"trace {path}: column 'ts' has values in {lo}..{hi} (row group {g}); "
+                f"{limits.TIME_MS.describe()}")
 
 
 def _check_trace_schema(path: str, schema: pa.Schema) -> list[str]:
@@ -349,6 +406,7 @@ def _trace_batches(
     pf = _open_trace(spec)
     path = str(spec.source.path)
     columns = _check_trace_schema(path, pf.schema_arrow)
+    _check_trace_bounds(path, pf, columns)
     return _TraceReader(spec, path, partition, num_partitions).read(pf, columns, batch_size)
 
 
@@ -421,12 +479,31 @@ class _TraceReader:
     def _ts_column(self, batch: pa.RecordBatch, rows: np.ndarray) -> np.ndarray:
         col = self._column(batch, "ts", rows)
         if not pa.types.is_timestamp(col.type):
-            return col.cast(pa.int64()).to_numpy(zero_copy_only=False)
+            raw = col.to_numpy(zero_copy_only=False)
+            return self._in_time_range(raw, rows, "").astype(np.int64)
         raw = col.view(pa.int64()).to_numpy(zero_copy_only=False)
         unit = col.type.unit
-        if unit == "s":
-            return raw * 1000
-        return raw // {"ms": 1, "us": 1_000, "ns": 1_000_000}[unit]  # floor to whole ms
+        if unit == "s":  # checked before * 1000, which could wrap int64
+            return self._in_time_range(raw, rows, " s", per_ms=0.001) * 1000
+        ms = raw // {"ms": 1, "us": 1_000, "ns": 1_000_000}[unit]  # floor to whole ms
+        return self._in_time_range(ms, rows, " ms")
+
+    def _in_time_range(self, ts: np.ndarray, rows: np.ndarray, unit: str,
+                       per_ms: float = 1.0) -> np.ndarray:
+        """Every timestamp in 0..MAX_TIME_MS ms (as the generator's, so ts + ttl fits int64
+        and a run's checkpoints and samples are bounded), else one TraceError at its row."""
+        if not ts.size:
+            return ts
+        high = limits.MAX_TIME_MS * per_ms
+        if ts.dtype.kind == "u":
+            bad = ts > high
+        else:
+            bad = (ts < 0) | (ts > high)
+        if bad.any():
+            value = ts[np.flatnonzero(bad)[0]]
+            raise self._fail("ts", f"{value}{unit} is outside 0..{limits.MAX_TIME_MS} ms "
+                             "(logical time must fit int64 ms)", rows, bad)
+        return ts
 
     def _op_column(self, batch: pa.RecordBatch, rows: np.ndarray) -> np.ndarray:
         col = self._column(batch, "op", rows)

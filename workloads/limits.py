@@ -16,6 +16,8 @@ parser (``workloads.spec``) and the CLI (``workloads.cli``) check against the sa
 from __future__ import annotations
 
 import math
+import os
+import stat
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,7 +124,7 @@ REPETITIONS = Limit(1, MAX_REPETITIONS, "repetitions")
 SAMPLE_INTERVAL_MS = Limit(1, MAX_TIME_MS, "logical ms", "logical time must fit int64 ms")
 BATCH_SIZE = Limit(1, MAX_BATCH_SIZE, "rows")
 SINE_AMPLITUDE = Limit(MIN_SINE_AMPLITUDE, 1.0, "",
-                       "0 for a constant rate; the rate must stay > 0", integer=False,
+                       "or 0 for a constant rate; < 1 so the rate stays > 0", integer=False,
                        hi_open=True)
 WARMUP = Limit(0.0, 1.0, "", integer=False, hi_open=True)
 TIME_SPEEDUP = Limit(MIN_TIME_SPEEDUP, MAX_TIME_SPEEDUP, "x wall-clock", integer=False)
@@ -168,4 +170,108 @@ def flink_lane_problem(lane: str, strategy: str) -> str | None:
         problem = limit.problem(value)
         if problem is not None:
             return f"strategy '{strategy}' on {lane}: {parsed.name} {name} {problem}"
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+# Untrusted files: a spec, a trace, a run folder's JSON may be anything (any size, any type, any
+# encoding). They are read through these, which never block (a FIFO, a device) and never read
+# more than a bound, and say in one line what is wrong with the file.
+# ------------------------------------------------------------------------------------------------
+
+#: Bytes of a spec file (the largest shipped one is ~2 KB).
+MAX_SPEC_BYTES = 1 << 20
+#: Bytes of a trace file (Parquet): a recorded trace may be large, but not beyond a disk.
+MAX_TRACE_BYTES = 1 << 40
+#: Bytes of a trace's Parquet footer, and of one row group's decoded columns that a run reads.
+MAX_TRACE_FOOTER_BYTES = 64 << 20
+MAX_TRACE_ROW_GROUP_BYTES = 1 << 30
+#: Checkpoint barriers and state samples of one scenario: each is work and rows, and all of them
+#: are planned before the run (a trace whose timestamps spanned 2**62 ms asked for billions).
+MAX_CHECKPOINTS = 100_000
+MAX_SAMPLES = 1_000_000
+
+
+class FileProblem(ValueError):
+    """A file that cannot be used as what it should be; the message names the file."""
+
+
+def open_regular(path: str | os.PathLike[str], what: str) -> int:
+    """A read-only fd of ``path`` if it is a regular file; never blocks (a FIFO is opened
+    non-blocking and refused). FileNotFoundError passes through; other problems are one
+    :class:`FileProblem` naming the file."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except IsADirectoryError:
+        raise FileProblem(f"{what} {path}: is a folder, not a file") from None
+    except OSError as exc:
+        raise FileProblem(f"{what} {path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise FileProblem(f"{what} {path}: is a folder, not a file")
+        if not stat.S_ISREG(mode):
+            raise FileProblem(f"{what} {path}: is not a regular file (a FIFO, socket or "
+                              "device); give a file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_bounded(path: str | os.PathLike[str], max_bytes: int, what: str) -> bytes:
+    """The bytes of regular file ``path``, at most ``max_bytes`` (else one FileProblem)."""
+    fd = open_regular(path, what)
+    try:
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            raise FileProblem(f"{what} {path}: is {size} bytes; at most {max_bytes} are read")
+        chunks, got = [], 0
+        while got <= max_bytes:
+            try:
+                chunk = os.read(fd, min(1 << 20, max_bytes + 1 - got))
+            except OSError as exc:
+                raise FileProblem(f"{what} {path}: cannot be read ({exc.strerror or exc})") \
+                    from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        if got > max_bytes:
+            raise FileProblem(f"{what} {path}: is more than {max_bytes} bytes; at most "
+                              f"{max_bytes} are read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def decode_text(data: bytes, path: str | os.PathLike[str], what: str) -> str:
+    """``data`` as UTF-8 text, or one FileProblem: a binary file, another encoding."""
+    if b"\0" in data:
+        raise FileProblem(f"{what} {path}: is a binary file (it has NUL bytes), not text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileProblem(f"{what} {path}: is not UTF-8 text (invalid byte at offset "
+                          f"{exc.start}); save it as UTF-8") from None
+
+
+def schedule_problem(span_ms: int, checkpoint_interval_ms: int | None,
+                     sample_interval_ms: int | None) -> str | None:
+    """None when a run over ``span_ms`` logical ms plans a bounded number of checkpoints and
+    samples, else what it would ask for (without the subject)."""
+    if checkpoint_interval_ms and span_ms > 0:
+        count = (span_ms - 1) // checkpoint_interval_ms
+        if count > MAX_CHECKPOINTS:
+            return (f"spans {span_ms} ms, which with a checkpoint every {checkpoint_interval_ms} "
+                    f"ms is {count} checkpoints; at most {MAX_CHECKPOINTS} per scenario")
+    if sample_interval_ms and span_ms > 0:
+        count = -(-span_ms // sample_interval_ms)
+        if count > MAX_SAMPLES:
+            return (f"spans {span_ms} ms, which with a sample every {sample_interval_ms} ms is "
+                    f"{count} samples; at most {MAX_SAMPLES} per scenario")
     return None

@@ -465,11 +465,14 @@ def load_spec(path: str | Path) -> WorkloadSpec:
     file = Path(path)
     if not file.exists() and file.suffix == "" and str(path) in builtin_specs():
         file = builtin_specs()[str(path)]
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    try:  # untrusted: any size, type and encoding (workloads.limits.read_bounded)
+        raw = limits.read_bounded(file, limits.MAX_SPEC_BYTES, "spec file")
+        data = tomllib.loads(limits.decode_text(raw, file, "spec file"))
     except FileNotFoundError:
         known = ", ".join(builtin_specs())
         raise SpecError(None, f"spec file not found: {path} (shipped specs: {known})") from None
+    except limits.FileProblem as exc:
+        raise SpecError(None, str(exc)) from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(None, f"invalid TOML: {exc}", source=str(file)) from None
     return parse_spec(data, source=str(file), base_dir=file.parent)

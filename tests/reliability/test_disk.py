@@ -62,7 +62,7 @@ def test_shipped_specs_fit_here(tmp_path: Path) -> None:
 
 def test_the_cli_warns_before_the_run(tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
-    # 64 MiB values on every event; an invalid --master then stops it before any work, so only
+    # 64 MiB values on every event; an unreachable --master then stops it before any work, so only
     # the up-front warning is observed
     from workloads import cli
 
@@ -73,9 +73,14 @@ def test_the_cli_warns_before_the_run(tmp_path: Path,
                     '[operations]\nvalue_update = 1.0\n[values]\ntype = "bytes"\n'
                     'size = { distribution = "constant", bytes = 67108864 }\n'
                     f"[time]\nrate = 1000\nevents = {events}\n")
-    assert cli.main(["run", str(spec), "--master", "foo", "--results-dir",
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on: the master check after preflight
+        sock.bind(("127.0.0.1", 0))
+        master = f"spark://127.0.0.1:{sock.getsockname()[1]}"
+    assert cli.main(["run", str(spec), "--master", master, "--results-dir",
                      str(tmp_path / "r")]) == 2
     warning, error = capsys.readouterr().err.strip().splitlines()
     assert warning.startswith("statebench: warning: this run may write up to ")
     assert "GB are free in" in warning and "lower --events" in warning
-    assert error.startswith("statebench: error: --master 'foo'")
+    assert error.startswith(f"statebench: error: --master {master}: All masters are unresponsive")
