@@ -96,6 +96,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
 
     def close(self) -> None:
         if not self._closed:
+            self._end_snapshots()
             for raw in self._raw.values():
                 raw.drop_all()
         super().close()

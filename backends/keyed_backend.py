@@ -6,10 +6,20 @@ registered by descriptor: a plain one wraps the raw state directly, a TTL one wr
 TTL layer and installs the cleanup mechanisms its config asks for. Re-registering a restored
 state whose physical shape differs (TTL switched on or off, compaction-filter placement) migrates
 its entries; an incompatible type raises StateMigrationError.
+
+Snapshots follow Flink's checkpoint model (backends/snapshot/writer.py): `snapshot_async(...)`
+runs the synchronous part in the caller's thread and returns a SnapshotFuture whose asynchronous
+part runs on a thread of its own; `snapshot(...)` is `snapshot_async(...).result()`. One snapshot
+runs at a time: a new one first waits for the previous one's asynchronous part, and so do a
+migration (it drops a state's storage) and `close()`, which first cancels it. The full-snapshot
+cleanup's counts and lags are written from the snapshot's thread under `stats_lock`;
+`cleanup_counts()` and `cleanup_lags()` read them under it.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
@@ -28,7 +38,8 @@ from backends.keygroups import (
 from backends.schema import resolve_compatibility
 from backends.snapshot.migration import measure_migration
 from backends.snapshot.operator_state import OperatorStateBackend, OperatorStateData
-from backends.snapshot.writer import take_snapshot
+from backends.snapshot.pending import SnapshotFuture
+from backends.snapshot.writer import take_snapshot_async
 from backends.state import plain
 from backends.storage.spec import RawStateSpec
 from backends.ttl.context import TtlContext
@@ -78,6 +89,8 @@ class KeyedStateBackend:
         self._operator_state: Any = None
         self.restore_stats: Any = None
         self.migration_stats: dict[str, Any] = {}
+        self.stats_lock = threading.Lock()  # counters written by a snapshot's thread
+        self._pending_snapshot: SnapshotFuture | None = None
 
     # ----------------------------------------------------------------- keys and time
     def get_current_key(self) -> Any:
@@ -188,6 +201,7 @@ class KeyedStateBackend:
     def _migrate(self, old: Any, spec: RawStateSpec) -> Any:
         # Resolving first raises (kind or type incompatible) before anything is created.
         transform = self._resolve_migration(old.spec, spec)
+        self.wait_for_snapshot()  # a snapshot in flight may still read the old storage
         new = self._create_raw(spec, replacing=old)
         for kg, key, container in old.iter_entries():
             new.load(kg, key, transform(container))
@@ -273,19 +287,21 @@ class KeyedStateBackend:
 
     def cleanup_counts(self) -> dict[str, dict[str, int | float]]:
         """Units removed per state and mechanism (read, incremental, timer, ...)."""
-        return {name: c.as_dict() for name, c in sorted(self._counters.items())}
+        with self.stats_lock:
+            return {name: c.as_dict() for name, c in sorted(self._counters.items())}
 
     def cleanup_lags(self) -> dict[str, LagHistogram]:
         """Per mechanism that measures it, the cleanup lag of every state together (a new,
         folded histogram; mechanisms that removed nothing are left out)."""
         out: dict[str, LagHistogram] = {}
-        for mechanism in LAG_MECHANISMS:
-            parts = [c.lags[mechanism] for c in self._counters.values()]
-            merged = LagHistogram()
-            merged.buckets = merge_buckets(h.snapshot() for h in parts)
-            merged.max = max((h.max for h in parts), default=0)
-            if merged.buckets:
-                out[mechanism] = merged
+        with self.stats_lock:
+            for mechanism in LAG_MECHANISMS:
+                parts = [c.lags[mechanism] for c in self._counters.values()]
+                merged = LagHistogram()
+                merged.buckets = merge_buckets(h.snapshot() for h in parts)
+                merged.max = max((h.max for h in parts), default=0)
+                if merged.buckets:
+                    out[mechanism] = merged
         return out
 
     def counters(self, name: str) -> CleanupCounters:
@@ -293,8 +309,38 @@ class KeyedStateBackend:
 
     # ----------------------------------------------------------------- snapshots
     def snapshot(self, checkpoint_id: int, target: Any, mode: str = "full", **options: Any) -> Any:
+        """Take a snapshot and return its SnapshotHandle once it is committed."""
+        return self.snapshot_async(checkpoint_id, target, mode=mode, **options).result()
+
+    def snapshot_async(self, checkpoint_id: int, target: Any, mode: str = "full",
+                       **options: Any) -> SnapshotFuture:
+        """Run a snapshot's synchronous part now and its asynchronous part on its own thread;
+        returns a SnapshotFuture (`result()` -> SnapshotHandle, raising what the asynchronous
+        part raised). Waits first for this backend's previous snapshot (stats.wait_ms)."""
         self._check_open()
-        return take_snapshot(self, checkpoint_id, target, mode=mode, **options)
+        start = time.perf_counter()
+        self.wait_for_snapshot()
+        waited = (time.perf_counter() - start) * 1e3
+        future = take_snapshot_async(self, checkpoint_id, target, mode=mode, **options)
+        future.stats.wait_ms = waited
+        self._pending_snapshot = future
+        return future
+
+    def wait_for_snapshot(self) -> None:
+        """Wait until the asynchronous part of the snapshot in flight (if any) has ended; its
+        outcome stays with its SnapshotFuture (result() raises there, not here)."""
+        pending = self._pending_snapshot
+        if pending is not None:
+            pending.wait()
+            self._pending_snapshot = None
+
+    def _end_snapshots(self) -> None:
+        """On close: cancel the snapshot in flight and wait until its thread let go of this
+        backend's storage (RocksDB iterators, the heap's copy-on-write methods)."""
+        pending = self._pending_snapshot
+        if pending is not None:
+            pending.cancel()
+            self.wait_for_snapshot()
 
     def operator_state(self) -> Any:
         """This task's operator state (list, union list and broadcast state), snapshotted and
@@ -365,6 +411,7 @@ class KeyedStateBackend:
         """Heap: nothing to compact."""
 
     def close(self) -> None:
+        self._end_snapshots()
         self._closed = True
 
     def _check_open(self) -> None:

@@ -371,6 +371,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         its DB flushes when garbage-collected, and if its folder is gone RocksDB stalls ~1 s."""
         if self._closed:
             return
+        self._end_snapshots()  # its iterators and work folder go before the handles do
         for raw in self._raw.values():
             raw.release()
         for db, _, _ in self._native.values():

@@ -15,7 +15,9 @@ This runs on every access, so a step is written to cost about what its `cleanup_
 lookups cost: the common step (all of its keys still present, none of their units expired) is
 one C-level pass that fetches the containers and takes their oldest timestamp (a deleted key
 makes it raise, which sends the step down the general path); containers are fetched again, and
-Python loops run, only when something is to be removed or skipped.
+Python loops run, only when something is to be removed or skipped. A map that keeps some
+entries is replaced by a new dict rather than changed in place, so a snapshot in flight that
+shares the old one (copy-on-write, backends/storage/heap.py) keeps what it froze.
 """
 
 from __future__ import annotations
@@ -139,9 +141,9 @@ def _clean_maps(
         counters.lags["incremental"].record_many(cutoff - entries[uk][1] for uk in expired)
         if len(expired) == len(entries):
             del table[key]
-        else:
-            for uk in expired:
-                del entries[uk]
+        else:  # a new map, never a change in place: a snapshot may still share this one
+            gone = set(expired)
+            table[key] = {uk: s for uk, s in entries.items() if uk not in gone}
     counters.incremental += removed
 
 

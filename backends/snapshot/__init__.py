@@ -1,6 +1,8 @@
 """Checkpoints, savepoints and restore for both keyed-state backends (issue #3).
 
-- writer.py / reader.py: `KeyedStateBackend.snapshot(...)` and `backends.restore_backend(...)`.
+- writer.py / reader.py: `KeyedStateBackend.snapshot(...)` / `snapshot_async(...)` and
+  `backends.restore_backend(...)`; pending.py: the SnapshotFuture of a snapshot whose
+  asynchronous part runs on its own thread (Flink's checkpoint model).
   They read and fill a backend only through its public snapshot interface (`raw_states`,
   `operator_state_data`, `load_restored`, `copy_restored`, `resolve_restored`,
   `note_not_applicable`; RocksDB adds `create_checkpoint` and `adopt_checkpoint`) and import no
@@ -24,6 +26,7 @@ from backends.snapshot.operator_state import (
     OperatorListState,
     OperatorStateBackend,
 )
+from backends.snapshot.pending import SnapshotCancelledError, SnapshotFuture
 
 __all__ = [
     "BroadcastState",
@@ -31,6 +34,8 @@ __all__ = [
     "OperatorListState",
     "OperatorStateBackend",
     "RestoreStats",
+    "SnapshotCancelledError",
+    "SnapshotFuture",
     "SnapshotHandle",
     "SnapshotStats",
     "clean_up_incomplete",

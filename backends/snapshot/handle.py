@@ -21,8 +21,14 @@ class SnapshotStats:
     uploaded_bytes: bytes written by this snapshot (full: == total_bytes).
     bytes_per_state: data bytes per keyed state (RocksDB incremental: the column family's SST
         bytes, as SST files are per column family).
-    sync_ms: the synchronous part (heap/RocksDB full: taking the rows of every state, the view
-        the snapshot is consistent with; incremental: flush + RocksDB checkpoint), total_ms: all.
+    sync_ms: the synchronous part, run in the caller's thread (heap: a shallow copy of each
+        state's dict, list and map containers then copied on their first write; RocksDB full:
+        an iterator per state, pinning the DB as of now; incremental: flush + RocksDB
+        checkpoint of hard links); async_ms: the asynchronous part on its own thread (wall ms
+        from the end of the synchronous part until it finished: TTL filtering, encoding,
+        compression, writing or uploading, metadata commit); async_cpu_ms: CPU ms that thread
+        used (`time.thread_time()`); total_ms = sync_ms + async_ms. wait_ms: how long
+        `snapshot_async` waited for the backend's previous snapshot before starting this one.
     entries_filtered / bytes_filtered: units left out by full-snapshot TTL cleanup (per state and
         total), bytes_filtered counts the uncompressed Arrow bytes of those rows.
     not_applicable: state -> why a configured cleanup did not run (full-snapshot cleanup on an
@@ -39,7 +45,10 @@ class SnapshotStats:
     metadata_bytes: int = 0
     files: int = 0
     sync_ms: float = 0.0
+    async_ms: float = 0.0
+    async_cpu_ms: float = 0.0
     total_ms: float = 0.0
+    wait_ms: float = 0.0
     entries_filtered: int = 0
     entries_filtered_per_state: dict[str, int] = field(default_factory=dict)
     bytes_filtered: int = 0

@@ -1,10 +1,12 @@
 """RocksDB incremental checkpoints: native SST files, uploaded once and shared between checkpoints.
 
 Taking one (`mode="incremental"`, as Flink's RocksDB backend does it):
-1. synchronous part: flush the memtables and make a RocksDB `Checkpoint` of the live DB (hard
-   links) and of every native-TTL DB, in a local work folder;
-2. asynchronous part: SST files are immutable and keep their names for the DB's life, so each
-   one is uploaded once into `<target>/shared/` (named `<uploader id>-<db>-<sst name>`) and
+1. synchronous part, in the task's thread: create `chk-<id>/` (writer.py), flush the memtables
+   and make a RocksDB `Checkpoint` of the live DB (hard links) and of every native-TTL DB, in a
+   local work folder;
+2. asynchronous part, on the snapshot's own thread (pending.py) while the task goes on, reading
+   only the hard-linked files: SST files are immutable and keep their names for the DB's life,
+   so each one is uploaded once into `<target>/shared/` (named `<uploader id>-<db>-<sst name>`) and
    later checkpoints that still contain it only reference it; the small per-checkpoint files
    (MANIFEST, CURRENT, OPTIONS, ...) are copied as private files of `chk-<id>/`; operator state
    is written in the canonical format; the metadata is committed last.
@@ -29,10 +31,10 @@ import os
 import re
 import shutil
 import tempfile
-import time
 import uuid
 import weakref
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +52,7 @@ from backends.snapshot.opened import (
     file_in,
     wanted_key_groups,
 )
-from backends.snapshot.parts import prepare_snapshot_dir, snapshot_body, write_operator_states
+from backends.snapshot.parts import discard_partial, snapshot_body, write_operator_states
 from backends.snapshot.specs import spec_from_json, spec_to_json
 
 SHARED_DIR = "shared"
@@ -83,22 +85,19 @@ def _registry(backend: Any, target: Location) -> SharedRegistry:
 
 
 # --------------------------------------------------------------------------- taking
-def take_incremental(backend: Any, checkpoint_id: int, target: Location,
-                     retained_checkpoints: int = 1, **options: Any) -> SnapshotHandle:
+def incremental_sync_part(backend: Any, checkpoint_id: int, target: Location,
+                          snap: Location, stats: SnapshotStats, retained_checkpoints: int = 1,
+                          **options: Any) -> Callable[[Callable[[], None]], SnapshotHandle]:
+    """The synchronous part (flush, then hard-link a RocksDB checkpoint of every DB into a local
+    work folder); returns the asynchronous part (upload what is new, commit, apply retention,
+    remove the work folder), which reads only the hard-linked files, never the live DB."""
     if options:
         raise ValueError(f"unknown snapshot option(s): {sorted(options)}")
     if (isinstance(retained_checkpoints, bool) or not isinstance(retained_checkpoints, int)
             or retained_checkpoints < 0):
         raise ValueError(
             f"retained_checkpoints must be a non-negative int, got {retained_checkpoints!r}")
-    start = time.perf_counter()
-    stats = SnapshotStats(checkpoint_id, "incremental", backend.kind)
-    snap = prepare_snapshot_dir(target, checkpoint_id)
-    shared = target.child(SHARED_DIR)
-    shared.makedirs()
     _report_not_applicable(backend, stats)
-    # ---- synchronous part: flush and hard-link a RocksDB checkpoint of every DB
-    sync_start = time.perf_counter()
     work_root = backend.path / "checkpoints"
     work_root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"chk-{checkpoint_id}-", dir=work_root))
@@ -106,26 +105,40 @@ def take_incremental(backend: Any, checkpoint_id: int, target: Location,
         local = backend.create_checkpoint(work)
         op_data = backend.operator_state_data()
         states_meta = _state_entries(local, stats)
-        stats.sync_ms = (time.perf_counter() - sync_start) * 1000.0
-        # ---- asynchronous part: upload what is new, then commit
-        registry = _registry(backend, target)
-        dbs_meta = {label: _upload_db(work / label, label, snap, shared, registry, stats)
-                    for label in local.dbs}
-    finally:
+        body = snapshot_body(backend, checkpoint_id, "incremental")
+    except BaseException:
         shutil.rmtree(work, ignore_errors=True)
-    op_meta, stats.operator_state_bytes = write_operator_states(snap, op_data)
-    body = snapshot_body(backend, checkpoint_id, "incremental")
-    body.update({"states": states_meta, "dbs": dbs_meta, "operator_states": op_meta})
-    snap.fsync()
-    shared.fsync()
-    stats.metadata_bytes = commit_metadata(snap, body)
-    extra = stats.operator_state_bytes + stats.metadata_bytes
-    stats.total_bytes += extra
-    stats.uploaded_bytes += extra
-    stats.files += len(op_meta) + 1
-    apply_retention(target, retained_checkpoints, registry)
-    stats.total_ms = (time.perf_counter() - start) * 1000.0
-    return SnapshotHandle(str(snap), checkpoint_id, "incremental", stats)
+        raise
+    registry = _registry(backend, target)
+
+    def upload(check_cancelled: Callable[[], None]) -> SnapshotHandle:
+        try:
+            check_cancelled()
+            shared = target.child(SHARED_DIR)
+            shared.makedirs()
+            dbs_meta = {}
+            for label in local.dbs:
+                check_cancelled()
+                dbs_meta[label] = _upload_db(work / label, label, snap, shared, registry, stats)
+            op_meta, stats.operator_state_bytes = write_operator_states(snap, op_data)
+            body.update({"states": states_meta, "dbs": dbs_meta, "operator_states": op_meta})
+            snap.fsync()
+            shared.fsync()
+            check_cancelled()
+            stats.metadata_bytes = commit_metadata(snap, body)
+        except BaseException:
+            discard_partial(snap)
+            raise
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        extra = stats.operator_state_bytes + stats.metadata_bytes
+        stats.total_bytes += extra
+        stats.uploaded_bytes += extra
+        stats.files += len(op_meta) + 1
+        apply_retention(target, retained_checkpoints, registry)
+        return SnapshotHandle(str(snap), checkpoint_id, "incremental", stats)
+
+    return upload
 
 
 def _report_not_applicable(backend: Any, stats: SnapshotStats) -> None:

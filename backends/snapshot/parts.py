@@ -4,6 +4,7 @@ operator-state files. Full (writer.py) and incremental (incremental.py) snapshot
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
@@ -30,6 +31,16 @@ def prepare_snapshot_dir(target: Location, checkpoint_id: int) -> Location:
     clean_up_incomplete(target)
     snap.makedirs()
     return snap
+
+
+def discard_partial(snap: Location) -> None:
+    """Remove what a failed or cancelled snapshot wrote into its folder (best effort: without
+    `_metadata` the folder is incomplete anyway, and the next snapshot's
+    `prepare_snapshot_dir` removes what is left)."""
+    if is_complete(snap):
+        return  # committed: a complete snapshot is never deleted here
+    with contextlib.suppress(OSError):
+        snap.delete_dir()
 
 
 def snapshot_body(backend: Any, checkpoint_id: int, mode: str) -> dict[str, Any]:

@@ -1,26 +1,44 @@
-"""Taking snapshots: `KeyedStateBackend.snapshot(...)` lands here.
+"""Taking snapshots: `KeyedStateBackend.snapshot_async(...)` and `snapshot(...)` land here.
 
 A full snapshot (both backends; a savepoint is one) writes the canonical format of format.py:
 one Arrow IPC file per keyed state (`state-NNN-name.arrow`, segments of whole key groups), one per
 operator state (`op-NNN.arrow`) and the `_metadata` commit file, into `<target>/chk-<id>/`.
 
-It runs in two phases, named after Flink's: the *synchronous* part takes every state's rows
-(the consistent view: after it the live state may change freely), the *asynchronous* part
-compresses and writes the files and commits the metadata. Everything runs in the caller's
-thread; the split is measured so the two costs can be compared with Flink's.
+It runs in two phases, as Flink's snapshots do (SnapshotStrategy.syncPrepareResources, then the
+asynchronous SnapshotResultSupplier):
+- the *synchronous* part runs in the caller's (the task's) thread and holds only what must hold
+  the task: the checkpoint's folder is created (Flink's coordinator initializes the checkpoint
+  location before the barrier; a few file-system calls), then each state's `freeze()` (heap:
+  a shallow copy of its dict plus copy-on-write of list and map containers; RocksDB: an
+  iterator, which reads the DB as of its creation), the TTL time full-snapshot cleanup will
+  use, and a copy of the operator state;
+- the *asynchronous* part runs on a thread of its own (pending.py) while the caller goes on:
+  it reads the frozen views, leaves expired units out, encodes, compresses and writes the files,
+  and commits the metadata last, so a snapshot that fails or is cancelled never looks complete
+  (its partial folder is removed; `result()` raises the original error).
+`snapshot(...)` is `snapshot_async(...).result()`. A backend runs one snapshot at a time (Flink's
+default of one concurrent checkpoint): `snapshot_async` first waits for the previous one's
+asynchronous part (stats.wait_ms).
 
-Full-snapshot TTL cleanup (flink-ttl-facts §2.1) happens in the synchronous part: for a state
-whose registered descriptor has `cleanup_full_snapshot()`, expired values and map entries and
-the leading expired run of each list are left out of the snapshot; local state is untouched.
+Full-snapshot TTL cleanup (flink-ttl-facts §2.1) happens in the asynchronous part, as Flink's
+StateSnapshotTransformer runs while the snapshot is written: for a state whose registered
+descriptor has `cleanup_full_snapshot()`, expired values and map entries and the leading expired
+run of each list are left out of the snapshot; local state is untouched. The one difference from
+Flink: the filter uses the TTL time read in the synchronous part (the barrier's time), where
+Flink's transformer reads its TtlTimeProvider while writing. Under a logical clock the snapshot's
+bytes are then exact, whatever the asynchronous thread's timing. The counts and lags it records
+are updated under the backend's `stats_lock` (the task thread reads them under the same lock).
 
-`mode="incremental"` is RocksDB's native checkpoint (incremental.py). The heap backend has full
-snapshots only, as Flink's HashMapStateBackend: asked for an incremental one it writes a full
-one and says so in `stats.notes`.
+`mode="incremental"` is RocksDB's native checkpoint (incremental.py: flush and hard links in the
+synchronous part, upload in the asynchronous part). The heap backend has full snapshots only, as
+Flink's HashMapStateBackend: asked for an incremental one it writes a full one and says so in
+`stats.notes`.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,14 +47,16 @@ from backends.snapshot.arrowfile import MAX_SEGMENT_ROWS, MAX_SEGMENTS, FileLayo
 from backends.snapshot.format import EncodedState, encode_containers, segments
 from backends.snapshot.fsio import Location
 from backends.snapshot.handle import SnapshotHandle, SnapshotStats
-from backends.snapshot.incremental import take_incremental
+from backends.snapshot.incremental import incremental_sync_part
 from backends.snapshot.metadata import commit_metadata
 from backends.snapshot.parts import (
+    discard_partial,
     prepare_snapshot_dir,
     safe_file_part,
     snapshot_body,
     write_operator_states,
 )
+from backends.snapshot.pending import AsyncPart, SnapshotFuture
 from backends.snapshot.specs import spec_to_json
 from backends.ttl.expiry import (
     count_units,
@@ -51,11 +71,14 @@ MODES = ("full", "incremental")
 _EVENT_TIME = StateTtlConfig.TtlTimeCharacteristic.EventTime
 
 
-def take_snapshot(
+def take_snapshot_async(
     backend: Any, checkpoint_id: int, target: Any, mode: str = "full", **options: Any
-) -> SnapshotHandle:
-    """Write a snapshot of `backend` to `<target>/chk-<checkpoint_id>` and return its handle.
+) -> SnapshotFuture:
+    """Run the synchronous part of a snapshot of `backend` to `<target>/chk-<checkpoint_id>`
+    now, start its asynchronous part on its own thread, and return the SnapshotFuture.
 
+    The caller (the backend) has waited for its previous snapshot. Bad arguments and failures of
+    the synchronous part raise here; failures of the asynchronous part raise from `result()`.
     Options: `retained_checkpoints` (incremental only: earlier incremental checkpoints kept
     besides the newest, default 1)."""
     if isinstance(checkpoint_id, bool) or not isinstance(checkpoint_id, int) or checkpoint_id < 0:
@@ -63,52 +86,87 @@ def take_snapshot(
     if mode not in MODES:
         raise ValueError(f"unknown snapshot mode {mode!r}; expected one of {', '.join(MODES)}")
     location = Location.parse(target)
-    if mode == "incremental" and backend.kind == "rocksdb":
-        return take_incremental(backend, checkpoint_id, location, **options)
-    retained = options.pop("retained_checkpoints", None)
-    if options:
-        raise ValueError(f"unknown snapshot option(s): {sorted(options)}")
-    if retained is not None and mode == "full":
-        raise ValueError("retained_checkpoints applies to incremental checkpoints only")
-    stats = SnapshotStats(checkpoint_id, "full", backend.kind)
-    if mode == "incremental":
+    incremental = mode == "incremental" and backend.kind == "rocksdb"
+    if not incremental:
+        retained = options.pop("retained_checkpoints", None)
+        if options:
+            raise ValueError(f"unknown snapshot option(s): {sorted(options)}")
+        if retained is not None and mode == "full":
+            raise ValueError("retained_checkpoints applies to incremental checkpoints only")
+    stats = SnapshotStats(checkpoint_id, "incremental" if incremental else "full", backend.kind)
+    if mode == "incremental" and not incremental:
         stats.notes.append(
             f"the {backend.kind} backend has full snapshots only (as Flink's HashMapStateBackend);"
             " took a full snapshot")
-    return write_full(backend, checkpoint_id, location, stats)
-
-
-def write_full(backend: Any, checkpoint_id: int, target: Location, stats: SnapshotStats
-               ) -> SnapshotHandle:
-    start = time.perf_counter()
-    snap = prepare_snapshot_dir(target, checkpoint_id)
-    # ---- synchronous part: take every state's rows
     sync_start = time.perf_counter()
-    encoded: list[tuple[Any, EncodedState]] = []
-    for name, raw in backend.raw_states():
-        encoded.append((raw.spec, _encode_state(backend, name, raw, stats)))
-    op_data = backend.operator_state_data()
-    stats.sync_ms = (time.perf_counter() - sync_start) * 1000.0
-    # ---- asynchronous part: write, then commit
-    states_meta = []
-    for i, (spec, enc) in enumerate(encoded):
-        file = f"state-{i:03d}-{safe_file_part(spec.name)}.arrow"
-        layout = write_file(snap.child(file), enc.table.schema,
-                            segments(enc, MAX_SEGMENT_ROWS, MAX_SEGMENTS))
-        states_meta.append(state_entry(spec, file, enc.encodings, layout, enc.keys))
-        stats.bytes_per_state[spec.name] = layout.size
-    op_meta, stats.operator_state_bytes = write_operator_states(snap, op_data)
-    body = snapshot_body(backend, checkpoint_id, "full")
-    body["states"] = states_meta
-    body["operator_states"] = op_meta
-    snap.fsync()  # the data files' directory entries are durable before the commit
-    stats.metadata_bytes = commit_metadata(snap, body)
-    stats.total_bytes = (sum(stats.bytes_per_state.values()) + stats.operator_state_bytes
-                         + stats.metadata_bytes)
-    stats.uploaded_bytes = stats.total_bytes
-    stats.files = len(states_meta) + len(op_meta) + 1
-    stats.total_ms = (time.perf_counter() - start) * 1000.0
-    return SnapshotHandle(str(snap), checkpoint_id, "full", stats)
+    # The checkpoint's folder first (Flink's coordinator initializes the checkpoint location
+    # before the barrier): an existing complete checkpoint raises here, and from now on a
+    # failure leaves an incomplete folder, never a complete-looking one.
+    snap = prepare_snapshot_dir(location, checkpoint_id)
+    try:
+        if incremental:
+            body = incremental_sync_part(backend, checkpoint_id, location, snap, stats,
+                                         **options)
+        else:
+            body = full_sync_part(backend, checkpoint_id, snap, stats)
+    except BaseException:
+        discard_partial(snap)
+        raise
+    sync_end = time.perf_counter()
+    stats.sync_ms = (sync_end - sync_start) * 1000.0
+    future = SnapshotFuture(checkpoint_id, stats.mode, stats)
+    future.start(body, sync_end)
+    return future
+
+
+def full_sync_part(backend: Any, checkpoint_id: int, snap: Location, stats: SnapshotStats
+                   ) -> AsyncPart:
+    """Freeze every state and take what the full snapshot needs of the backend now; returns
+    the asynchronous part, which touches the backend only to record cleanup counts."""
+    frozen: list[tuple[str, Any, Any, tuple[int, int] | None]] = []
+    try:
+        for name, raw in backend.raw_states():
+            ttl = _full_snapshot_ttl(backend, name, raw.spec)  # the barrier's TTL time
+            frozen.append((name, raw.spec, raw.freeze(), ttl))
+        op_data = backend.operator_state_data()
+        body = snapshot_body(backend, checkpoint_id, "full")
+    except BaseException:
+        for _, _, view, _ in frozen:
+            view.release()
+        raise
+    max_parallelism = backend.max_parallelism
+
+    def write(check_cancelled: Callable[[], None]) -> SnapshotHandle:
+        try:
+            states_meta = []
+            for i, (name, spec, view, ttl) in enumerate(frozen):
+                check_cancelled()
+                enc = _encode_state(backend, name, spec, view, ttl, max_parallelism, stats)
+                view.release()  # ends copy-on-write for this state as early as possible
+                file = f"state-{i:03d}-{safe_file_part(spec.name)}.arrow"
+                layout = write_file(snap.child(file), enc.table.schema,
+                                    segments(enc, MAX_SEGMENT_ROWS, MAX_SEGMENTS))
+                states_meta.append(state_entry(spec, file, enc.encodings, layout, enc.keys))
+                stats.bytes_per_state[spec.name] = layout.size
+            op_meta, stats.operator_state_bytes = write_operator_states(snap, op_data)
+            body["states"] = states_meta
+            body["operator_states"] = op_meta
+            snap.fsync()  # the data files' directory entries are durable before the commit
+            check_cancelled()
+            stats.metadata_bytes = commit_metadata(snap, body)
+        except BaseException:
+            discard_partial(snap)
+            raise
+        finally:
+            for _, _, view, _ in frozen:
+                view.release()
+        stats.total_bytes = (sum(stats.bytes_per_state.values()) + stats.operator_state_bytes
+                             + stats.metadata_bytes)
+        stats.uploaded_bytes = stats.total_bytes
+        stats.files = len(states_meta) + len(op_meta) + 1
+        return SnapshotHandle(str(snap), checkpoint_id, "full", stats)
+
+    return write
 
 
 def state_entry(spec: Any, file: str, encodings: dict[str, str], layout: FileLayout,
@@ -120,26 +178,26 @@ def state_entry(spec: Any, file: str, encodings: dict[str, str], layout: FileLay
 
 
 # --------------------------------------------------------------------------- keyed rows
-def _encode_state(backend: Any, name: str, raw: Any, stats: SnapshotStats) -> EncodedState:
-    spec = raw.spec
-    keys, containers, key_groups = _entries(raw)
-    ttl = _full_snapshot_ttl(backend, name, spec)
+def _encode_state(backend: Any, name: str, spec: Any, view: Any,
+                  ttl: tuple[int, int] | None, max_parallelism: int, stats: SnapshotStats
+                  ) -> EncodedState:
+    keys, containers, key_groups = _entries(view)
     if ttl is not None:
         keys, containers, key_groups = _cleanup(backend, name, spec, ttl, keys, containers,
-                                                key_groups, stats)
-    return encode_containers(spec, keys, containers, backend.max_parallelism, key_groups)
+                                                key_groups, max_parallelism, stats)
+    return encode_containers(spec, keys, containers, max_parallelism, key_groups)
 
 
-def _entries(raw: Any) -> tuple[list, list, np.ndarray | None]:
-    """Keys, containers and (when the storage knows them) key groups of one raw state.
+def _entries(view: Any) -> tuple[list, list, np.ndarray | None]:
+    """Keys, containers and (when the storage knows them) key groups of one frozen state.
 
-    The heap's flat dict is read directly (key groups are then computed vectorized);
+    The heap's frozen dict is read directly (key groups are then computed vectorized);
     RocksDB's keys carry their key group."""
-    table = getattr(raw, "table", None)
+    table = getattr(view, "table", None)
     if isinstance(table, dict):
         return list(table.keys()), list(table.values()), None
     kgs, keys, containers = [], [], []
-    for kg, key, container in raw.iter_entries():
+    for kg, key, container in view.iter_entries():
         kgs.append(kg)
         keys.append(key)
         containers.append(container)
@@ -160,9 +218,10 @@ def _full_snapshot_ttl(backend: Any, name: str, spec: Any) -> tuple[int, int] | 
 
 
 def _cleanup(backend: Any, name: str, spec: Any, ttl_now: tuple[int, int], keys: list,
-             containers: list, key_groups: np.ndarray | None, stats: SnapshotStats
-             ) -> tuple[list, list, np.ndarray | None]:
-    """Leave expired units out (Flink's full-snapshot transformer); local state is untouched."""
+             containers: list, key_groups: np.ndarray | None, max_parallelism: int,
+             stats: SnapshotStats) -> tuple[list, list, np.ndarray | None]:
+    """Leave expired units out (Flink's full-snapshot transformer); local state is untouched.
+    Runs on the snapshot's thread: the backend's counters are updated under its stats_lock."""
     ttl, now = ttl_now
     shape = spec.shape
     kept_idx: list[int] = []
@@ -185,15 +244,15 @@ def _cleanup(backend: Any, name: str, spec: Any, ttl_now: tuple[int, int], keys:
             dropped.append({k: v for k, v in c.items() if k not in part})
     units = sum(count_units(shape, c) for c in dropped)
     if units:
-        counters = backend.counters(name)
-        counters.full_snapshot += units
         cutoff = expiry_cutoff(now, ttl)  # lag: how long each unit was expired at the snapshot
-        for c in dropped:
-            counters.lags["full_snapshot"].record_many(
-                cutoff - ts for ts in unit_timestamps(shape, c))
+        lags = [cutoff - ts for c in dropped for ts in unit_timestamps(shape, c)]
+        with backend.stats_lock:
+            counters = backend.counters(name)
+            counters.full_snapshot += units
+            counters.lags["full_snapshot"].record_many(lags)
         stats.entries_filtered += units
         stats.entries_filtered_per_state[name] = units
-        left_out = encode_containers(spec, dropped_keys, dropped, backend.max_parallelism)
+        left_out = encode_containers(spec, dropped_keys, dropped, max_parallelism)
         stats.bytes_filtered += left_out.table.nbytes
     keys = [keys[i] for i in kept_idx]
     if key_groups is not None:

@@ -6,6 +6,16 @@ rescale needs it. A per-key-group dict costs a second random dict lookup on ever
 key's group), which measured 0.27x of a raw dict loop against 0.5x+ for the flat dict (README,
 "Design choices"). With no current key the backend's current key is NO_KEY, whose hash raises
 NoCurrentKeyError, so the hot path needs no "is a key set?" branch.
+
+Snapshots (copy-on-write, as Flink's CopyOnWriteStateMap): `freeze()` is a snapshot's
+synchronous part, a shallow copy of the state's dict (C speed, ~10-20 ns a key). Values are
+immutable units, but list and map containers are changed in place by the state API, so while a
+frozen view is alive a list or map state runs copy-on-write versions of its in-place writers
+(instance attributes shadowing the class methods, installed by `freeze()` and removed by the view's
+`release()`): the first in-place write of a container the view still shares copies it first, later
+writes go to the copy. With no snapshot in flight the class methods run unchanged, so the hot path
+pays nothing. Containers are changed in place only by the methods in `_COW_METHODS` (the
+incremental cleanup replaces a map instead of deleting from it, backends/cleanup/incremental.py).
 """
 
 from __future__ import annotations
@@ -34,14 +44,55 @@ class _NoKey:
 NO_KEY: Any = _NoKey()
 
 
+class HeapFrozen:
+    """A heap state as of a snapshot's synchronous part: `table` is a shallow copy of its dict
+    (read by the snapshot's asynchronous part); `release()` ends copy-on-write."""
+
+    __slots__ = ("_raw", "table")
+
+    def __init__(self, raw: _HeapRaw, table: dict) -> None:
+        self._raw, self.table = raw, table
+
+    def release(self) -> None:
+        raw = self._raw
+        if raw is not None:
+            self._raw, self.table = None, {}
+            raw._thaw(self)
+
+
 class _HeapRaw:
     """Shared plumbing: the state's dict, references (the key itself) and bulk access."""
+
+    #: The methods that change a container in place (copy-on-write while a view is frozen).
+    _COW_METHODS: tuple[str, ...] = ()
 
     def __init__(self, backend: Any, spec: RawStateSpec) -> None:
         self._b = backend
         self.spec = spec
         self.name = spec.name
         self.table: dict = {}
+        self._frozen: HeapFrozen | None = None
+
+    # ------------------------------------------------------------- snapshots (copy-on-write)
+    def freeze(self) -> HeapFrozen:
+        """A snapshot's synchronous part for this state (see the module docstring)."""
+        view = HeapFrozen(self, dict(self.table))
+        if self._COW_METHODS:
+            if self._frozen is not None:
+                raise RuntimeError(f"state '{self.name}' is already frozen by a snapshot")
+            self._frozen = view
+            for name, method in self._cow_methods(view.table.get).items():
+                setattr(self, name, method)
+        return view
+
+    def _thaw(self, view: HeapFrozen) -> None:
+        if self._frozen is view:
+            for name in self._COW_METHODS:
+                self.__dict__.pop(name, None)
+            self._frozen = None
+
+    def _cow_methods(self, shared: Callable[[Any], Any]) -> dict[str, Callable[..., None]]:
+        return {}  # pragma: no cover - list and map states have in-place writers
 
     def current_ref(self) -> Any:
         key = self._b._cur_key
@@ -173,6 +224,35 @@ class HeapRawList(_HeapRaw):
     """Current key -> a Python list of stored elements (appended in place)."""
 
     kind = "list"
+    _COW_METHODS = ("add", "add_all")
+
+    def _cow_methods(self, shared: Callable[[Any], Any]) -> dict[str, Callable[..., None]]:
+        """add / add_all that copy a list a frozen view still holds before appending."""
+        table, b = self.table, self._b
+
+        def add(element: Any) -> None:
+            key = b._cur_key
+            lst = table.get(key)
+            if lst is None:
+                table[key] = [element]
+            elif shared(key) is lst:
+                table[key] = [*lst, element]
+            else:
+                lst.append(element)
+
+        def add_all(elements: list) -> None:
+            if not elements:
+                return
+            key = b._cur_key
+            lst = table.get(key)
+            if lst is None:
+                table[key] = list(elements)
+            elif shared(key) is lst:
+                table[key] = [*lst, *elements]
+            else:
+                lst.extend(elements)
+
+        return {"add": add, "add_all": add_all}
 
     def get(self) -> list | None:
         """The stored list itself: callers must treat it as read-only."""
@@ -210,6 +290,55 @@ class HeapRawMap(_HeapRaw):
     """Current key -> a dict user key -> stored value; an emptied map is removed."""
 
     kind = "map"
+    _COW_METHODS = ("put", "put_all", "remove", "ref_put_entry", "ref_remove_entries")
+
+    def _cow_methods(self, shared: Callable[[Any], Any]) -> dict[str, Callable[..., None]]:
+        """The in-place writers, copying a map a frozen view still holds before changing it."""
+        table, b = self.table, self._b
+
+        def own(key: Any, m: dict) -> dict:
+            if shared(key) is m:
+                m = table[key] = dict(m)
+            return m
+
+        def put_entry(key: Any, user_key: Any, stored: Any) -> None:
+            m = table.get(key)
+            if m is None:
+                table[key] = {user_key: stored}
+            else:
+                own(key, m)[user_key] = stored
+
+        def put(user_key: Any, stored: Any) -> None:
+            put_entry(b._cur_key, user_key, stored)
+
+        def put_all(entries: dict) -> None:
+            if not entries:
+                return
+            key = b._cur_key
+            m = table.get(key)
+            if m is None:
+                table[key] = dict(entries)
+            else:
+                own(key, m).update(entries)
+
+        def remove_entries(key: Any, user_keys: Iterable[Any]) -> None:
+            m = table.get(key)
+            if m is None:
+                return
+            user_keys = [uk for uk in user_keys if uk in m]
+            if not user_keys:
+                return
+            m = own(key, m)
+            for uk in user_keys:
+                m.pop(uk, None)
+            if not m:
+                del table[key]
+
+        def remove(user_key: Any) -> None:
+            remove_entries(b._cur_key, (user_key,))
+
+        return {"put": put, "put_all": put_all, "remove": remove,
+                "ref_put_entry": put_entry, "ref_remove_entries": remove_entries}
 
     def get(self, user_key: Any) -> Any:
         m = self.table.get(self._b._cur_key)

@@ -6,6 +6,14 @@ key range and rescaling or snapshotting a key group is a prefix scan. Values are
 codecs in `codecs.py` (Flink's layout). A state lives in its own column family of the backend's
 main DB, or, with the compaction-filter cleanup, in the default column family of a DB of its own
 opened in RocksDB's TTL mode (RocksDB applies that TTL to the default column family only).
+
+Snapshots: `freeze()` is a full snapshot's synchronous part for one state: a RocksDB iterator
+over its column family (or DB), created now. A RocksDB iterator reads the DB as of its creation
+(it pins a sequence number and the memtables and SST files of that moment, through later writes,
+flushes and compactions), so the asynchronous part can scan it on another thread while the task
+writes on. rocksdict's own `snapshot()` does not serve: in rocksdict 0.3.29 its `get` reads the
+snapshot but its `iter()`/`items()` read the live DB (checked: puts and deletes made after the
+snapshot show up), and `ReadOptions` has no `set_snapshot`.
 """
 
 from __future__ import annotations
@@ -47,9 +55,11 @@ class _RocksRaw:
 
     current_ref = _prefix
 
-    def scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-        """(key, value) of every RocksDB key starting with `prefix`, in key order."""
-        it = self.db.iter()
+    def scan(self, prefix: bytes, it: Any = None) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) of every RocksDB key starting with `prefix`, in key order (from the
+        iterator `it` if given: a frozen view, else a new one)."""
+        if it is None:
+            it = self.db.iter()
         it.seek(prefix)
         while it.valid():
             key = it.key()
@@ -61,16 +71,22 @@ class _RocksRaw:
     def scan_keys(self, prefix: bytes) -> list[bytes]:
         return [k for k, _ in self.scan(prefix)]
 
-    def _scan_range(self, key_groups: Any) -> Iterator[tuple[bytes, bytes]]:
+    def _scan_range(self, key_groups: Any, it: Any = None) -> Iterator[tuple[bytes, bytes]]:
         if key_groups is None:
-            yield from self.scan(b"")
+            yield from self.scan(b"", it)
             return
         for kg in key_groups:
-            yield from self.scan(key_group_prefix(kg))
+            yield from self.scan(key_group_prefix(kg), it)
 
-    def iter_entries(self, key_groups: Any = None) -> Iterator[tuple[int, Any, Any]]:
-        """(key group, key, container) of every key with data (in key_groups, if given)."""
-        for key, data in self._scan_range(key_groups):
+    def freeze(self) -> RocksFrozen:
+        """A full snapshot's synchronous part for this state (see the module docstring)."""
+        return RocksFrozen(self, self.db.iter())
+
+    def iter_entries(self, key_groups: Any = None, it: Any = None
+                     ) -> Iterator[tuple[int, Any, Any]]:
+        """(key group, key, container) of every key with data (in key_groups, if given; read
+        through the iterator `it` if given)."""
+        for key, data in self._scan_range(key_groups, it):
             user_key = deserialize_key(key, 2)[0]
             yield int.from_bytes(key[:2], "big"), user_key, self._decode_container(data)
 
@@ -97,6 +113,25 @@ class _RocksRaw:
 
     def load(self, key_group: int, key: Any, container: Any) -> None:
         self.ref_put(key_group_prefix(key_group) + serialize_key(key), container)
+
+
+class RocksFrozen:
+    """A RocksDB state as of a snapshot's synchronous part: an iterator created then."""
+
+    __slots__ = ("_it", "_raw")
+
+    def __init__(self, raw: _RocksRaw, it: Any) -> None:
+        self._raw, self._it = raw, it
+
+    def iter_entries(self) -> Iterator[tuple[int, Any, Any]]:
+        """(key group, key, container) of every key the state held when frozen."""
+        if self._it is None:
+            raise RuntimeError(f"the frozen view of state '{self._raw.name}' was released")
+        return self._raw.iter_entries(None, self._it)
+
+    def release(self) -> None:
+        """Drop the iterator (RocksDB then lets go of the files and memtables it pinned)."""
+        self._it = None
 
 
 class RocksRawValue(_RocksRaw):
@@ -261,11 +296,12 @@ class RocksRawMap(_RocksRaw):
         for uk in user_keys:
             self._delete(ref + self._kenc(uk))
 
-    def iter_entries(self, key_groups: Any = None) -> Iterator[tuple[int, Any, Any]]:
+    def iter_entries(self, key_groups: Any = None, it: Any = None
+                     ) -> Iterator[tuple[int, Any, Any]]:
         """(key group, key, {user key: stored}) per key: consecutive entries grouped by prefix."""
         current, entries = None, {}
         kdec, vdec = self._kdec, self._vdec
-        for key, data in self._scan_range(key_groups):
+        for key, data in self._scan_range(key_groups, it):
             plen = key_prefix_length(key)
             prefix = key[:plen]
             if prefix != current:
