@@ -49,6 +49,7 @@ E, TD, T = EXACT, TIMING_DEPENDENT, TIMED
     ("checkpoint_bytes", "rocksdb", "none", "EventTime", "incremental", TD),
     ("checkpoint_uploaded_bytes", "rocksdb", "timer", "EventTime", "incremental", TD),
     ("checkpoint_bytes", "flink-rocksdb", "none", "EventTime", "incremental", TD),
+    ("checkpoint_bytes", "flink-rocksdb", "full_snapshot", "EventTime", "full", TD),
     ("rocksdb_compactions", "rocksdb", "none", "EventTime", "full", TD),
     ("rocksdb_write_amp", "flink-rocksdb", "none", "EventTime", "full", TD),
     ("rocksdb_memtable_bytes", "rocksdb", "none", "EventTime", "full", TD),
