@@ -32,11 +32,12 @@ column) and one Java loop (``statebench.flink.Events``) applies them exactly as
                    EV_CHECKPOINT, completed first), the lane's states registered again, then
                    disposed                                               long ns it took
   0x45 EV_WAIT i64 ts  paced: sleep until the lane's clock reaches ts (a barrier's time)  --
-  0x46 EV_CHECKPOINT i64 checkpoint id, str folder: a checkpoint barrier in Flink's model. Waits
-       for the previous checkpoint's asynchronous phase if it still runs, runs Flink's
+  0x46 EV_CHECKPOINT i64 checkpoint id, str folder, i32 max in flight: a checkpoint barrier in
+       Flink's model. While `max in flight` checkpoints' asynchronous phases still run (1:
+       Flink's default max concurrent checkpoints), waits for the oldest; then runs Flink's
        synchronous phase (backend.snapshot()) and hands the returned RunnableFuture (the
-       asynchronous phase) to the backend's checkpoint thread; the loop goes on meanwhile.
-                                                         [long sync ns, long wait ns]
+       asynchronous phase) to the backend's checkpoint thread, which runs them one after the
+       other; the loop goes on meanwhile.              [long sync ns, long wait ns]
 """
 
 from __future__ import annotations
@@ -118,11 +119,14 @@ def encode_wait(ts_ms: int) -> bytes:
     return _SAMPLE.pack(EV_WAIT, ts_ms)
 
 
-def encode_checkpoint(checkpoint_id: int, folder: str) -> bytes:
+def encode_checkpoint(checkpoint_id: int, folder: str, max_in_flight: int = 1) -> bytes:
     """EV_CHECKPOINT: checkpoint ``checkpoint_id`` into ``folder`` (asynchronous phase on the
-    worker's checkpoint thread)."""
+    worker's checkpoint thread; at most ``max_in_flight`` of them running or queued)."""
+    if max_in_flight < 1:
+        raise ValueError(f"max checkpoints in flight must be >= 1, got {max_in_flight}")
     raw = str(folder).encode("utf-8")
-    return _SAMPLE.pack(EV_CHECKPOINT, checkpoint_id) + struct.pack(">I", len(raw)) + raw
+    return (_SAMPLE.pack(EV_CHECKPOINT, checkpoint_id) + struct.pack(">I", len(raw)) + raw
+            + struct.pack(">i", max_in_flight))
 
 
 def decode_checkpoint(result: Any) -> tuple[float, float]:

@@ -86,6 +86,26 @@ def test_a_second_barrier_waits_for_the_first_async_phase(heap: FlinkWorker,
     assert stats.checkpoints[0].bytes == stats.checkpoints[1].bytes
 
 
+def test_with_two_in_flight_the_second_barrier_does_not_wait(heap: FlinkWorker,
+                                                              tmp_path: Path) -> None:
+    """max in flight 2 (Flink's max-concurrent-checkpoints 2): the second barrier's sync phase
+    runs at once, its async phase queues behind the first on the checkpoint thread, records
+    go on beside both, and they complete in order with the same contents."""
+    heap.reset("heap")
+    keys = np.arange(KEYS, dtype=np.int64)
+    out = heap.send(events.encode_open(_lane((0, 0, 0, 0, 0, 0, 0))) + _updates(keys, 10)
+                    + events.encode_checkpoint(1, str(tmp_path / "a"), 2)
+                    + events.encode_checkpoint(2, str(tmp_path / "b"), 2)
+                    + _updates(keys, 20) + events.encode_stats())
+    _, wait_ms = events.decode_checkpoint(out[1])
+    stats = events.decode_stats(out[2])
+    assert wait_ms < 1.0 and stats.during_async_records > 0
+    assert [c.id for c in stats.checkpoints] == [1, 2]
+    assert stats.checkpoints[0].bytes == stats.checkpoints[1].bytes > 8 * KEYS
+    with pytest.raises(ValueError, match=">= 1"):
+        events.encode_checkpoint(3, str(tmp_path / "c"), 0)
+
+
 def test_the_async_phase_reads_the_barriers_ttl_clock(heap: FlinkWorker, tmp_path: Path) -> None:
     """full_snapshot drops expired entries while Flink writes the checkpoint. Records right
     after the barrier move the lane's clock past every entry's expiry while the asynchronous

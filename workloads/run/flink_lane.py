@@ -25,7 +25,11 @@ barriers as :class:`workloads.run.operator.KeyedOperator`:
   after the asynchronous phase finished; at the end of input it waits for the last one (not
   busy time). One deviation from Flink: the checkpoint thread reads the TTL clock the task had
   at the barrier (Flink's full-snapshot TTL transformer reads its TtlTimeProvider while it
-  writes), so full_snapshot checkpoint sizes stay exact under the logical clock.
+  writes), so full_snapshot checkpoint sizes stay exact under the logical clock. With
+  ``STATEBENCH_FLINK_MAX_CONCURRENT_CHECKPOINTS`` = n > 1 (Flink's
+  max-concurrent-checkpoints) a barrier waits only while n checkpoints are in flight: its
+  synchronous phase runs at the barrier and its asynchronous phase queues behind the earlier
+  ones on the one checkpoint thread.
 * Throughput: post-warm-up records over busy time = the Java loop's nanoseconds (one
   ``System.nanoTime()`` per record, the same log-linear latency buckets), the Python column
   encoding, the synchronous phases and the barrier waits; never the asynchronous phase (its
@@ -143,6 +147,26 @@ def warmup_events(kind: str) -> int:
     return n if kind == "heap" else n // 4
 
 
+#: Checkpoints whose asynchronous phase may run or wait at once (Flink's
+#: execution.checkpointing.max-concurrent-checkpoints, default 1: a barrier waits for the
+#: previous checkpoint's asynchronous phase), unless the environment variable below says more:
+#: then a barrier's synchronous phase runs at once and its asynchronous phase queues behind the
+#: earlier ones on the checkpoint thread (see the module docstring).
+MAX_CONCURRENT_CHECKPOINTS = 1
+MAX_CONCURRENT_ENV = "STATEBENCH_FLINK_MAX_CONCURRENT_CHECKPOINTS"
+
+
+def max_concurrent_checkpoints() -> int:
+    text = os.environ.get(MAX_CONCURRENT_ENV)
+    try:
+        n = MAX_CONCURRENT_CHECKPOINTS if text is None else int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"{MAX_CONCURRENT_ENV}={text!r}: expected a number of checkpoints >= 1")
+    return n
+
+
 def _warm_up(worker: FlinkWorker, spec: events.LaneSpec, kind: str, ttl_ms: int | None) -> None:
     """JIT warm-up, as JMH's warm-up iterations: a new JVM interprets Flink's code until the
     JIT compiles it, so the first task of a JVM kept for later tasks would run slower than the
@@ -237,6 +261,7 @@ class FlinkLaneOperator:
         self._sync_ns = 0.0  # synchronous phases after the warm-up (busy time)
         self._wait_ns = 0.0  # barrier waits for the previous async phase after it (busy time)
         self._checkpoints: dict[int, tuple[Barrier, bool]] = {}  # id -> barrier, after warm-up
+        self._max_in_flight = max_concurrent_checkpoints()
         self._state_ops = 0
         self._last_ts = -INFINITY
         self._uses_map = "map" in cfg.state_types
@@ -338,7 +363,8 @@ class FlinkLaneOperator:
         )
         if barrier.kind == CHECKPOINT:
             assert self._ckpt_target is not None
-            b.raw(events.encode_checkpoint(barrier.index, self._ckpt_target), reads=1)
+            b.raw(events.encode_checkpoint(barrier.index, self._ckpt_target,
+                                           self._max_in_flight), reads=1)
             self._last_checkpoint = barrier
         else:
             b.raw(events.encode_sample(None if self._wall else barrier.time_ms), reads=1)

@@ -255,8 +255,9 @@ final class Events implements CommandFamily {
             case EV_CHECKPOINT: {
                 long id = in.i64();
                 String folder = in.str();
+                int maxInFlight = in.i32();
                 lane();
-                out.result(b.checkpointAsync(id, folder));
+                out.result(b.checkpointAsync(id, folder, maxInFlight));
                 return;
             }
             case EV_RESTORE:
@@ -532,19 +533,15 @@ final class Events implements CommandFamily {
         long warmLeft = l.warmLeft;
         long during = 0;
         long duringNanos = 0;
-        FlinkBackend.Pending async = fb.pending;
+        boolean async = !fb.inFlight.isEmpty();
         long stamp = System.nanoTime();
         for (int i = 0; i < n; i++) {
-            // a checkpoint's asynchronous phase runs beside this record? Once it finished, the
+            // a checkpoint's asynchronous phase runs beside this record? Once one finished, the
             // task completes it here, as Flink's task on the completion notification
             boolean inAsync = false;
-            if (async != null) {
-                if (async.done) {
-                    fb.completePending();
-                    async = null;
-                } else {
-                    inAsync = true;
-                }
+            if (async) {
+                async = fb.completeDone();
+                inAsync = async;
             }
             long k = buf.getLong(keysAt + 8 * i);
             long t;

@@ -58,6 +58,7 @@ import org.apache.flink.state.rocksdb.StatebenchRocksAccess;
 
 import java.io.File;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
@@ -237,9 +238,9 @@ final class FlinkBackend implements AutoCloseable {
     /** Asynchronous checkpoints completed, in order: [id, bytes, checkpointed bytes, sync ns,
      *  async ns, async thread CPU ns, ns the task waited at its barrier for the previous one]. */
     final List<long[]> asyncCheckpoints = new ArrayList<>();
-    /** The checkpoint whose asynchronous phase may still run (at most one, as Flink's default
-     *  max concurrent checkpoints); null when none. Read and written by the task thread only. */
-    Pending pending;
+    /** Checkpoints whose asynchronous phase may still run, oldest first (their phases run one
+     *  after the other on the checkpoint thread). Read and written by the task thread only. */
+    final ArrayDeque<Pending> inFlight = new ArrayDeque<>();
     /** The backend's checkpoint thread (one daemon thread, started on first use). */
     private ExecutorService checkpointThread;
     /** The same states indexed by id: the per-op lookup of the hot path, no boxing. */
@@ -582,15 +583,23 @@ final class FlinkBackend implements AutoCloseable {
     }
 
     /**
-     * A checkpoint as a Flink task takes it at a barrier (the task thread calls this): wait for
-     * the previous checkpoint's asynchronous phase if it still runs, run the synchronous phase
-     * (backend.snapshot(), which returns the asynchronous phase as a RunnableFuture), hand the
-     * future to the backend's checkpoint thread and return at once. Returns [synchronous ns,
-     * ns waited for the previous checkpoint].
+     * A checkpoint as a Flink task takes it at a barrier (the task thread calls this): while
+     * `maxInFlight` checkpoints' asynchronous phases still run, wait for the oldest (Flink's
+     * default max concurrent checkpoints is 1: wait for the previous one), run the synchronous
+     * phase (backend.snapshot(), which returns the asynchronous phase as a RunnableFuture), hand
+     * the future to the backend's checkpoint thread and return at once. Returns [synchronous ns,
+     * ns waited for earlier checkpoints].
      */
-    List<Object> checkpointAsync(long checkpointId, String folder) throws Exception {
+    List<Object> checkpointAsync(long checkpointId, String folder, int maxInFlight)
+            throws Exception {
+        if (maxInFlight < 1) {
+            throw new IllegalArgumentException("max checkpoints in flight must be >= 1, got "
+                    + maxInFlight);
+        }
         long waitStart = System.nanoTime();
-        completePending();
+        while (inFlight.size() >= maxInFlight) {
+            completeOldest();
+        }
         long wait = System.nanoTime() - waitStart;
         FsCheckpointStreamFactory factory = streamFactory(folder);
         long start = System.nanoTime();
@@ -606,25 +615,38 @@ final class FlinkBackend implements AutoCloseable {
             });
         }
         p.task = checkpointThread.submit(() -> p.run(time));
-        pending = p;
+        inFlight.addLast(p);
         List<Object> out = new ArrayList<>();
         out.add(sync);
         out.add(wait);
         return out;
     }
 
+    /** On the task thread: waits for every checkpoint in flight and completes each. */
+    void completePending() throws Exception {
+        while (!inFlight.isEmpty()) {
+            completeOldest();
+        }
+    }
+
+    /** On the task thread: completes the checkpoints in flight whose asynchronous phase
+     *  finished (oldest first); returns whether any still runs. */
+    boolean completeDone() throws Exception {
+        while (!inFlight.isEmpty() && inFlight.peekFirst().done) {
+            completeOldest();
+        }
+        return !inFlight.isEmpty();
+    }
+
     /**
-     * On the task thread: waits for the checkpoint in flight, if any, then completes it as
+     * On the task thread: waits for the oldest checkpoint in flight, then completes it as
      * Flink's task does on the completion notification (notifyCheckpointComplete; its handle
      * kept for the timed restore, its numbers in {@link #asyncCheckpoints}).
      */
-    void completePending() throws Exception {
-        Pending p = pending;
-        if (p == null) {
-            return;
-        }
+    private void completeOldest() throws Exception {
+        Pending p = inFlight.peekFirst();
         p.task.get();
-        pending = null;
+        inFlight.pollFirst();
         if (p.failure != null) {
             throw new IllegalStateException("the asynchronous phase of checkpoint " + p.id
                     + " failed", p.failure);
@@ -641,15 +663,14 @@ final class FlinkBackend implements AutoCloseable {
     @Override
     public void close() throws Exception {
         try {
-            Pending p = pending;
-            pending = null;
-            if (p != null) {  // never dispose a backend under a running snapshot
+            for (Pending p : inFlight) {  // never dispose a backend under a running snapshot
                 try {
                     p.task.get();
                 } catch (Exception ignored) {
                     // closing anyway: the checkpoint is abandoned
                 }
             }
+            inFlight.clear();
             if (checkpointThread != null) {
                 checkpointThread.shutdownNow();
             }
