@@ -200,3 +200,30 @@ def test_two_identical_rocksdb_runs_diff_with_nothing_coloured_or_different(
     assert not {"different", "better", "worse"} & set(verdicts), [
         re.sub(r"<[^>]+>", " ", row)[:200] for row in re.findall(r"<tr>.*?</tr>", html)
         if re.search(r'ratio (different|better|worse)', row)]
+
+
+def test_findings_do_not_pick_a_checkpoint_winner_inside_compaction_noise(tmp_path: Path
+                                                                          ) -> None:
+    from workloads.report.findings import findings
+
+    rows = []
+    for strategy, size in (("none", 1.00e6), ("timer", 0.97e6), ("full_snapshot", 0.5e6)):
+        base = {"run_id": "r", "scenario": f"w/rocksdb/{strategy}", "workload": "w",
+                "backend": "rocksdb", "strategy": strategy, "task": -1}
+        rows += [{**base, "step": 1, "logical_time_ms": 1500, "metric": m, "value": size,
+                  "unit": "bytes"} for m in ("checkpoint_bytes", "checkpoint_uploaded_bytes")]
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), run_dir / "rows.parquet")
+    meta = {"spec": {"name": "w", "state": {"time_characteristic": "EventTime"},
+                     "checkpoints": {"mode": "incremental"}}}
+    (run_dir / "run.json").write_text(json.dumps(meta), encoding="utf-8")
+    texts = [s.text for s in findings(load_run(run_dir))["w"]]
+    # full_snapshot is 50% smaller: a finding; were it timer (3%), no difference to act on
+    (ckpt,) = [t for t in texts if "writes the least per checkpoint" in t]
+    assert ckpt.startswith("On rocksdb, full_snapshot") and "no difference" not in ckpt
+    rows = [r for r in rows if r["strategy"] != "full_snapshot"]
+    pq.write_table(pa.Table.from_pylist(rows), run_dir / "rows.parquet")
+    texts = [s.text for s in findings(load_run(run_dir))["w"]]
+    (ckpt,) = [t for t in texts if "writes the least per checkpoint" in t]
+    assert ckpt.startswith("On rocksdb, timer") and "no difference to act on" in ckpt
