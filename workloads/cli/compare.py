@@ -67,7 +67,13 @@ def compare_command(args: argparse.Namespace) -> int:
     from workloads.cli import CliError
     from workloads.cli.checks import non_empty, writable_dir
     from workloads.cli.lifecycle import command_scope
-    from workloads.cli.run import _joined, _progress, refuse_duplicates, summary_table
+    from workloads.cli.run import (
+        _joined,
+        _progress,
+        refuse_duplicates,
+        refuse_long_schedule,
+        summary_table,
+    )
     from workloads.report import render_report
     from workloads.results.store import RunExistsError, run_dir_free
     from workloads.run import tempdirs
@@ -104,6 +110,8 @@ def compare_command(args: argparse.Namespace) -> int:
     configs = comparison_configs(
         specs, backends=backends, strategies=tuple(strategies) if strategies else None,
         repetitions=args.repetitions, parallelism=args.parallelism, sweep=sweep)
+    for config in configs:  # bounded checkpoints and samples, before any event is made
+        refuse_long_schedule(config)
     writable_dir("--results-dir", args.results_dir)
     try:
         run_dir_free(args.results_dir, configs[0].run_id)

@@ -222,6 +222,29 @@ def _progress(total: int, desc: str) -> tuple[Callable[[Scenario, int], None], C
     return progress.step, progress.close
 
 
+def refuse_long_schedule(cfg: RunConfig) -> None:
+    """A generated run's checkpoints and samples are planned up front (every barrier at once):
+    their number is bounded by ``workloads.limits`` and checked before any event is made (a
+    trace's, once its rows are read: ``workloads.run.engines.check_schedule``)."""
+    from workloads.cli import CliError
+    from workloads.run.config import default_sample_interval
+    from workloads.run.plan import spec_time_frame
+
+    frame = spec_time_frame(cfg.spec)
+    if frame is None:
+        return
+    span = frame[1] - frame[0]
+    checkpoints = cfg.spec.checkpoints.interval_ms  # the CLI always checkpoints (temp default)
+    problem = limits.schedule_problem(span, checkpoints, None)
+    if problem is not None:
+        raise CliError(f"checkpoints.interval_ms = {checkpoints}: the run {problem} (in "
+                       f"{cfg.spec.origin})")
+    sample = cfg.sample_interval_ms or default_sample_interval(*frame)
+    problem = limits.schedule_problem(span, None, sample)
+    if problem is not None:
+        raise CliError(f"--sample-interval-ms {sample}: the run {problem}")
+
+
 def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:
     """Everything the run needs later, checked now (``workloads/cli/checks.py``): the results
     folder and a free run id, the checkpoint target, a trace that can be read; and a warning
@@ -234,6 +257,7 @@ def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:
     refuse_overlap(args.results_dir, args.checkpoint_dir)  # before either folder is made
     if args.checkpoint_dir is not None:
         checks.lane_checkpoint_target("--checkpoint-dir", args.checkpoint_dir, cfg.backends)
+    refuse_long_schedule(cfg)
     events = total_events(cfg.spec)  # a trace that is missing, unreadable, empty or of wrong
     # columns fails here, before any folder is made
     checks.writable_dir("--results-dir", args.results_dir)

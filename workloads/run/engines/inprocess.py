@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workloads.run.config import OperatorConfig
+from workloads.run.engines import check_schedule
 from workloads.run.metrics import METRIC_SCHEMA
 from workloads.run.operator import run_operator_batches
 from workloads.run.plan import DataFacts, RunConfig, RunOutcome, spec_time_frame
@@ -47,6 +48,7 @@ class InProcessEngine:
         table = keyed_table(cfg.spec, cfg.partitions, cfg.parallelism, cfg.max_parallelism,
                             cfg.batch_size)
         facts = data_facts(table, cfg)
+        check_schedule(cfg, facts)  # before any job
         # one table per task, run one after the other with each backend closed before the next
         # opens, as Spark's tasks each have their executor to themselves
         self._task_tables = [table.filter(pc.equal(table.column("task"), task))

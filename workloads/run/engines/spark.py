@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from workloads.run.config import OperatorConfig
+from workloads.run.engines import check_schedule
 from workloads.run.metrics import METRIC_DDL, METRIC_SCHEMA
 from workloads.run.operator import run_operator_batches
 from workloads.run.plan import DataFacts, RunConfig, RunOutcome, spec_time_frame
@@ -468,7 +469,9 @@ class SparkEngine:
         self._fail_task_once = cfg.fail_task_once
         self._keyed = keyed_events(self.spark, cfg).persist(StorageLevel.MEMORY_AND_DISK)
         keyed = self._keyed
-        return _unwrapped(lambda: data_facts(keyed, cfg))
+        facts = _unwrapped(lambda: data_facts(keyed, cfg))
+        check_schedule(cfg, facts)  # before any job
+        return facts
 
     def run_job(self, op_cfg: OperatorConfig) -> pa.Table:
         assert self._keyed is not None, "prepare() first"
