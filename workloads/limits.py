@@ -186,6 +186,9 @@ MAX_TRACE_BYTES = 1 << 40
 #: Bytes of a trace's Parquet footer, and of one row group's decoded columns that a run reads.
 MAX_TRACE_FOOTER_BYTES = 64 << 20
 MAX_TRACE_ROW_GROUP_BYTES = 1 << 30
+#: Bytes of a run folder's run.json and rows.parquet that ``report``/``diff`` read whole.
+MAX_RUN_JSON_BYTES = 64 << 20
+MAX_RUN_ROWS_BYTES = 4 << 30
 #: Checkpoint barriers and state samples of one scenario: each is work and rows, and all of them
 #: are planned before the run (a trace whose timestamps spanned 2**62 ms asked for billions).
 MAX_CHECKPOINTS = 100_000

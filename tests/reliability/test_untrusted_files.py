@@ -147,3 +147,31 @@ def test_a_generated_run_is_bounded_in_checkpoints_and_samples(
                  "--results-dir", str(tmp_path / "r"))
     assert "--sample-interval-ms 1: the run spans" in line and "at most 1000000" in line
     assert not (tmp_path / "r").exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# Run folders (report, diff): their files are read whole
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["report", "diff"])
+def test_a_run_folder_with_a_huge_rows_file_is_refused_before_reading(
+        command: str, tmp_path: Path, fails: Callable[..., str]) -> None:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    with open(folder / "rows.parquet", "wb") as out:  # sparse: 5 GB on no disk
+        out.truncate(5 << 30)
+    (folder / "run.json").write_text("{}")
+    argv = [command, str(folder)] + ([str(folder)] if command == "diff" else [])
+    line = _within(10, lambda: fails(*argv))
+    assert f"{folder}/rows.parquet: is {5 << 30} bytes" in line, line
+
+
+def test_a_run_folder_whose_run_json_is_a_fifo_does_not_block(
+        tmp_path: Path, fails: Callable[..., str]) -> None:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    pq.write_table(_table([0, 1]), folder / "rows.parquet")
+    os.mkfifo(folder / "run.json")
+    line = _within(10, lambda: fails("diff", str(folder), str(folder)))
+    assert f"{folder}/run.json: is not a regular file" in line, line

@@ -287,7 +287,10 @@ def run_args(meta: dict[str, Any], spec_file: Path, repetitions: int | None = No
 def invocation_from_run(run_dir: Path, label: str, workdir: Path,
                         repetitions: int | None = None) -> Invocation:
     """Re-run the configuration stored in ``run_dir`` with the current code."""
+    from workloads.cli.checks import run_folder_files
+
     path = run_dir / "run.json"
+    run_folder_files(run_dir)  # a regular file of bounded size
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

@@ -111,6 +111,35 @@ def writable_file(option: str, text: str | Path) -> Path:
 
 
 # ------------------------------------------------------------------------------------------------
+# Run folders given to report, diff and ab --rerun: untrusted files
+# ------------------------------------------------------------------------------------------------
+
+
+def run_folder_files(run_dir: str | Path) -> None:
+    """The files of a run folder that are read whole (run.json, rows.parquet) are regular files
+    of bounded size: a FIFO blocked the reader, a 10 GB file filled memory. Missing files are
+    left to the run folder check, which says what a complete folder has."""
+    from workloads import limits
+
+    for name, cap in (("run.json", limits.MAX_RUN_JSON_BYTES),
+                      ("rows.parquet", limits.MAX_RUN_ROWS_BYTES)):
+        path = Path(run_dir) / name
+        try:
+            fd = limits.open_regular(path, "run folder file")
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except limits.FileProblem as exc:
+            raise _error(str(exc)) from None
+        try:
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        if size > cap:
+            raise _error(f"{path}: is {size} bytes; a run folder's {name} is read whole, at "
+                         f"most {cap} bytes")
+
+
+# ------------------------------------------------------------------------------------------------
 # Checkpoint target
 # ------------------------------------------------------------------------------------------------
 

@@ -64,8 +64,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _run_dir(text: str) -> Path:
     """A complete run folder, else one line saying what is missing or wrong (RunFolderError)."""
+    from workloads.cli.checks import run_folder_files
     from workloads.report.load import check_run_folder
 
+    run_folder_files(text)
     return check_run_folder(text)
 
 
