@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 #: Units whose per-task values add up to the job's value.
-ADDITIVE_UNITS = frozenset({"bytes", "entries", "count", "records/s", "ops/s"})
+ADDITIVE_UNITS = frozenset({"bytes", "entries", "count", "records/s", "ops/s", "s"})
 TOTAL_TASK = -1
 NO_TIME = -1
 

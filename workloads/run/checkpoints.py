@@ -1,4 +1,14 @@
-"""Checkpoints of one task's backend: where they go, what they cost, and the final restore.
+"""Checkpoints of one task's backend: where they go, how they run, what they cost, and the
+final restore.
+
+How they run (:class:`CheckpointPipeline`, Flink's checkpoint model, issue 15): a barrier waits
+for the previous checkpoint's asynchronous phase, then runs the synchronous phase in the task's
+thread (``backend.snapshot_async``); the asynchronous phase (encoding, writing, upload, commit)
+runs on the snapshot's own thread while the task goes on, and the checkpoint's numbers are
+reported once it has finished. Both the wait and the synchronous phase are the task's busy time;
+the asynchronous phase is not, but it competes with the task for the CPU and, where it runs
+Python code, for the GIL (workloads/run/operator.py measures the task's rate during and outside
+asynchronous phases).
 
 Layout under the run's shared checkpoint root (a local path or a pyarrow.fs URI)::
 
@@ -100,34 +110,115 @@ def remove_earlier_attempts(task_folder: str, attempt: int) -> list[str]:
 
 @dataclass(frozen=True)
 class CheckpointNumbers:
-    """The four per-checkpoint metrics (bytes, bytes, ms, ms)."""
+    """One completed checkpoint's numbers: bytes, and the phases' milliseconds."""
 
     total_bytes: float
     uploaded_bytes: float
     sync_ms: float
+    async_ms: float
+    async_cpu_ms: float
     total_ms: float
 
 
-def checkpoint_numbers(handle: Any) -> CheckpointNumbers:
-    """Read a snapshot handle's stats (backends/snapshot/handle.py SnapshotStats)."""
+def checkpoint_numbers(handle: Any, sync_ms: float | None = None) -> CheckpointNumbers:
+    """Read a snapshot handle's stats (backends/snapshot/handle.py SnapshotStats). ``sync_ms``:
+    the synchronous phase as the caller timed it (what the task was blocked for), replacing the
+    backend's own figure; the total is then sync + async."""
     s = handle.stats
+    sync = float(s.sync_ms) if sync_ms is None else float(sync_ms)
     return CheckpointNumbers(
         total_bytes=float(s.total_bytes),
         uploaded_bytes=float(s.uploaded_bytes),
-        sync_ms=float(s.sync_ms),
-        total_ms=float(s.total_ms),
+        sync_ms=sync,
+        async_ms=float(s.async_ms),
+        async_cpu_ms=float(s.async_cpu_ms),
+        total_ms=sync + float(s.async_ms),
     )
 
 
-def take_checkpoint(backend: Any, checkpoint_id: int, target: str, mode: str) -> tuple[Any, float]:
-    """Snapshot ``backend`` into ``target``; returns (handle, wall ms the call took).
+@dataclass
+class InFlight:
+    """A checkpoint whose synchronous phase is done and whose asynchronous phase may still run."""
 
-    The heap backend has full snapshots only (as Flink's HashMapStateBackend): an incremental
-    request there becomes a full snapshot, which the snapshot stats note.
+    future: Any  # backends' SnapshotFuture
+    checkpoint_id: int
+    barrier_ms: int
+    sync_ms: float  # wall ms the task spent in snapshot_async (its synchronous phase)
+    wait_ms: float  # wall ms the task waited at this barrier for the previous checkpoint
+
+
+@dataclass
+class Completed:
+    """A checkpoint whose asynchronous phase finished: its handle and numbers."""
+
+    handle: Any
+    checkpoint_id: int
+    barrier_ms: int
+    numbers: CheckpointNumbers
+    wait_ms: float
+
+
+class CheckpointPipeline:
+    """One task's checkpoints in Flink's model: at most one asynchronous phase in flight.
+
+    At a barrier the task first waits for the previous checkpoint's asynchronous phase
+    (:meth:`wait_previous`, busy time: the task cannot go on), then runs the synchronous phase
+    (:meth:`start`, busy time); the asynchronous phase runs on the snapshot's own thread while
+    the task processes records. :meth:`poll` hands back a checkpoint once its asynchronous phase
+    finished (raising the error it failed with, never dropping it); at the end of input
+    :meth:`wait_previous` again (not busy time) completes the last one.
     """
-    start = time.perf_counter()
-    handle = backend.snapshot(checkpoint_id, target, mode=mode)
-    return handle, (time.perf_counter() - start) * 1e3
+
+    def __init__(self, backend: Any, target: str, mode: str) -> None:
+        self.backend = backend
+        self.target = target
+        self.mode = mode
+        self.pending: InFlight | None = None
+        self.async_cpu_ms = 0.0  # summed over completed checkpoints
+
+    def async_end_ns(self) -> int | None:
+        """perf_counter_ns when the in-flight asynchronous phase ended; None while it runs (or
+        when none is in flight: check ``pending``)."""
+        return None if self.pending is None else self.pending.future.end_ns
+
+    def poll(self) -> Completed | None:
+        """The in-flight checkpoint if its asynchronous phase has ended, else None."""
+        pending = self.pending
+        if pending is None or not pending.future.done():
+            return None
+        return self._complete()
+
+    def wait_previous(self) -> tuple[float, Completed | None]:
+        """Wait for the in-flight asynchronous phase; (ms waited, the completed checkpoint)."""
+        pending = self.pending
+        if pending is None:
+            return 0.0, None
+        start = time.perf_counter()
+        pending.future.wait()
+        waited = (time.perf_counter() - start) * 1e3
+        return waited, self._complete()
+
+    def _complete(self) -> Completed:
+        pending = self.pending
+        assert pending is not None
+        self.pending = None
+        handle = pending.future.result()  # raises the asynchronous phase's error
+        numbers = checkpoint_numbers(handle, pending.sync_ms)
+        self.async_cpu_ms += numbers.async_cpu_ms
+        return Completed(handle, pending.checkpoint_id, pending.barrier_ms, numbers,
+                         pending.wait_ms)
+
+    def start(self, checkpoint_id: int, barrier_ms: int, wait_ms: float) -> float:
+        """Run the synchronous phase of checkpoint ``checkpoint_id``; returns its wall ms.
+
+        The heap backend has full snapshots only (as Flink's HashMapStateBackend): an
+        incremental request there becomes a full snapshot, which the snapshot stats note."""
+        assert self.pending is None, "wait for the previous checkpoint first"
+        start = time.perf_counter()
+        future = self.backend.snapshot_async(checkpoint_id, self.target, mode=self.mode)
+        sync_ms = (time.perf_counter() - start) * 1e3
+        self.pending = InFlight(future, checkpoint_id, barrier_ms, sync_ms, wait_ms)
+        return sync_ms
 
 
 def timed_restore(

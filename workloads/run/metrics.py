@@ -35,16 +35,25 @@ Rows a run writes (per task, and task=-1 job totals added by :func:`finalize_row
   ``rocksdb_write_amp`` (x: flush + compaction bytes written / bytes flushed, cumulative; no
   row before the first flush, and the job total is the tasks' maximum), ``rocksdb_sst_files``
   (count), ``rocksdb_sst_bytes``, ``rocksdb_memtable_bytes`` (bytes).
-* per checkpoint, ``step`` = checkpoint id, ``logical_time_ms`` = barrier time (repetition 0):
-  ``checkpoint_bytes``, ``checkpoint_uploaded_bytes`` (bytes), ``checkpoint_sync_ms``,
-  ``checkpoint_async_ms``, ``checkpoint_upload_ms``, ``checkpoint_total_ms`` (ms), and
-  ``restore_ms`` (ms) for the last checkpoint. The snapshot stats time two phases: *sync* (the
-  part the task waits for: the consistent view, i.e. taking every state's rows, or RocksDB's
-  flush + hard-linked checkpoint) and the rest of the call, *async* = total - sync. The async
-  phase of both snapshot writers does nothing but write the snapshot's files to the checkpoint
-  location and commit its metadata there, so *upload* is that same time: on a local-disk
-  target there is no separate transfer to time apart from writing. They stay two rows so a
-  remote target that adds a transfer can fill ``checkpoint_upload_ms`` on its own.
+* per checkpoint, ``step`` = checkpoint id, ``logical_time_ms`` = barrier time (repetition 0),
+  emitted when the checkpoint's asynchronous phase has finished (Flink's checkpoint model,
+  issue 15: see ``workloads.run.operator``): ``checkpoint_bytes``, ``checkpoint_uploaded_bytes``
+  (bytes); ``checkpoint_sync_ms`` (the synchronous phase, in the task's thread: busy time; heap:
+  a shallow copy of each state's dict with copy-on-write of list and map containers, RocksDB: an
+  iterator per state, or flush + hard-linked checkpoint), ``checkpoint_async_ms`` (wall ms of the
+  asynchronous phase on its own thread, concurrent with the record loop: TTL filtering,
+  encoding, compression, writing and the metadata commit), ``checkpoint_upload_ms`` (the same
+  as async on a local-disk target, where writing is the upload; kept apart for remote targets),
+  ``checkpoint_total_ms`` (sync + async), ``checkpoint_async_cpu_ms`` (CPU ms of the
+  asynchronous thread, ``time.thread_time()`` inside it), ``checkpoint_wait_ms`` (ms the task
+  waited at this barrier for the previous checkpoint's asynchronous phase: busy time), and
+  ``restore_ms`` (ms) for the last checkpoint.
+* per task and repetition, summary rows when the run checkpoints (CHECKPOINT_SUMMARY_METRICS):
+  ``checkpoint_sync_share`` (share: (sync + wait) / busy time after the warm-up; the job total is
+  the tasks' maximum), ``records_per_s_during_async`` and ``records_per_s_outside_async``
+  (records/s of the state loop while an asynchronous phase ran beside it and while none did:
+  what concurrency costs the task, the GIL included; no row when no record fell there; totals
+  summed), ``checkpoint_async_cpu_s`` (s, summed over checkpoints; the total is the sum).
 * ``not_applicable`` (value 1, unit "flag", task -1) for a strategy reported, not run.
 
 Latency timing (why it is cheap enough): the operator takes one ``perf_counter_ns()`` per record
@@ -118,7 +127,8 @@ CHECKPOINT_METRICS = (
     "checkpoint_sync_ms",
     "checkpoint_total_ms",
 )
-#: Per checkpoint, besides CHECKPOINT_METRICS: the async and upload phases (see above).
+#: Per checkpoint, besides CHECKPOINT_METRICS: the async and upload phases (see above; upload ==
+#: async on a local target).
 CHECKPOINT_PHASE_METRICS = ("checkpoint_async_ms", "checkpoint_upload_ms")
 #: Per checkpoint, the engines' checkpoint model (issue 15): CPU seconds the asynchronous phase's
 #: own thread used (ms), and how long the task thread waited at this barrier for the previous
@@ -368,7 +378,8 @@ def finalize_rows(table: pa.Table) -> pa.Table:
     """Add task=-1 totals to per-task rows and drop internal rows.
 
     Totals per (scenario, metric, step): :func:`workloads.results.summaries.combine_tasks`
-    (sums for rates, counts, entries and bytes; the max for durations), except the merged
+    (sums for rates, counts, entries, bytes and CPU seconds, unit "s"; the max for durations
+    in ms and for shares), except the merged
     histograms for latency percentiles and cleanup-lag p50/p99 (per mechanism). Rows already
     written with task=-1 are kept as they are.
     """

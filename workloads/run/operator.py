@@ -24,13 +24,27 @@ Logical-time barriers, fired before the first record at or after their time: che
 ``checkpoint_interval_ms`` (id ``k`` at ``start + k * interval``, only inside the run so every
 task takes the same set) and metric samples every ``sample_interval_ms`` (step ``k``, the last at
 or after the end, fired at end of input). Samples are measurement and their time is excluded from
-throughput; checkpoints are part of the system under test and their time is included.
+throughput; checkpoints are part of the system under test.
+
+Checkpoints follow Flink's model (``checkpoints.CheckpointPipeline``): at a barrier the task
+first waits for the previous checkpoint's asynchronous phase (``checkpoint_wait_ms``; Flink runs
+one checkpoint at a time), then runs the synchronous phase (``checkpoint_sync_ms``: the heap's
+dict copies, RocksDB's iterators or flush + hard links), and goes on processing records while the
+asynchronous phase (encoding, writing, commit) runs on its own thread. The checkpoint's rows are
+emitted when that phase has finished (with the barrier's step and time); at the end of input the
+task waits for the last one, which is not busy time, before its summary rows and the restore.
 
 Throughput (``records_per_s``) is per task: records after the warm-up (the first
 ``warmup_fraction`` of the task's records) over the busy time spent on them: converting input
-batches, the state loop, checkpoints. Waiting for input (Spark's shuffle and Arrow transfer),
-metric samples and the final restore are not busy time. Series, checkpoint and restore rows come
-from repetition 0 only; later repetitions take no samples and measure throughput and latency.
+batches, the state loop, the synchronous checkpoint phases and barrier waits. Waiting for input
+(Spark's shuffle and Arrow transfer), metric samples, the asynchronous checkpoint phases (another
+thread) and the final restore are not busy time. What the asynchronous thread costs the task
+(CPU, and the GIL wherever it runs Python code) shows in the state loop's rate while it runs:
+``records_per_s_during_async`` against ``records_per_s_outside_async`` (loop records over loop
+busy time; a chunk of records that straddles the end of a phase is split in proportion to time).
+``checkpoint_sync_share`` is (sync + wait) / busy time, ``checkpoint_async_cpu_s`` the
+asynchronous threads' CPU. Series, checkpoint and restore rows come from repetition 0 only;
+later repetitions take no samples and measure throughput and latency.
 """
 
 from __future__ import annotations
@@ -58,8 +72,10 @@ from workloads.run.hotloop import StateCalls, build_loop
 from workloads.run.keying import tasks_for_keys
 from workloads.run.metrics import (
     ATTEMPT,
+    CHECKPOINT_ASYNC_METRICS,
     CHECKPOINT_METRICS,
     CHECKPOINT_PHASE_METRICS,
+    CHECKPOINT_SUMMARY_METRICS,
     CLEANUP_MECHANISMS,
     LAG_BUCKET,
     LATENCY_BUCKET,
@@ -238,16 +254,41 @@ def make_clock(cfg: OperatorConfig) -> Any:
 
 @dataclass
 class _Throughput:
-    """Records and busy nanoseconds after the warm-up, and totals."""
+    """Records and busy nanoseconds after the warm-up, and totals; the busy ns of checkpoint
+    phases (sync + barrier waits), and the state loop's records and ns while an asynchronous
+    checkpoint phase ran beside it and while none did."""
 
     warm_left: int
     records: int = 0
     state_ops: int = 0
     post_records: int = 0
     post_ns: float = 0.0
+    checkpoint_ns: float = 0.0
+    during_records: float = 0.0
+    during_ns: float = 0.0
+    outside_records: float = 0.0
+    outside_ns: float = 0.0
 
     def rate(self) -> float:
         return self.post_records / (self.post_ns / 1e9) if self.post_ns > 0 else 0.0
+
+    def split_async(self, start_ns: float, end_ns: float, records: int, busy_ns: float,
+                    async_end_ns: float | None) -> None:
+        """Attribute a chunk of the loop (post-warm-up ``records`` over ``busy_ns``, processed
+        between ``start_ns`` and ``end_ns``) to during/outside an asynchronous phase that ends
+        at ``async_end_ns`` (math.inf: still running; None: none in flight)."""
+        if records <= 0:
+            return
+        if async_end_ns is None or async_end_ns <= start_ns:
+            share = 0.0
+        elif async_end_ns >= end_ns:
+            share = 1.0
+        else:
+            share = (async_end_ns - start_ns) / (end_ns - start_ns)
+        self.during_records += records * share
+        self.during_ns += busy_ns * share
+        self.outside_records += records * (1 - share)
+        self.outside_ns += busy_ns * (1 - share)
 
 
 class KeyedOperator:
@@ -300,8 +341,10 @@ class KeyedOperator:
         self._barriers = barrier_schedule(cfg)
         self._bi = 0
         self._next_barrier = self._barriers[0].time_ms if self._barriers else INFINITY
-        self._last_checkpoint: tuple[Any, Barrier] | None = None
-        self._ckpt_target = self._checkpoint_target()
+        self._last_checkpoint: tuple[Any, int, int] | None = None  # (handle, id, barrier ms)
+        target = self._checkpoint_target()
+        self._ckpt = (None if target is None
+                      else ck.CheckpointPipeline(self.backend, target, cfg.checkpoint_mode))
 
     # ------------------------------------------------------------------ setup
     def _open_backend(self) -> Any:
@@ -319,6 +362,15 @@ class KeyedOperator:
 
     def _checkpoint_target(self) -> str | None:
         return ck.task_attempt_dir(self.cfg, self.task, self.attempt_id)
+
+    def _async_end_ns(self) -> float | None:
+        """When the in-flight asynchronous checkpoint phase ended (math.inf: still running;
+        None: none in flight)."""
+        pipeline = self._ckpt
+        if pipeline is None or pipeline.pending is None:
+            return None
+        end = pipeline.async_end_ns()
+        return math.inf if end is None else end
 
     # ------------------------------------------------------------------ the stream
     def process(self, batch: pa.RecordBatch) -> None:
@@ -378,12 +430,22 @@ class KeyedOperator:
             if skip < count:
                 lat = np.diff(np.fromiter(stamps, dtype=np.int64, count=len(stamps)))
                 self.latency.add(lat[skip:])
-                tp.post_ns += stamps[-1] - stamps[skip]
+                busy = stamps[-1] - stamps[skip]
+                tp.post_ns += busy
+                if self._ckpt is not None:
+                    tp.split_async(stamps[skip], stamps[-1], count - skip, busy,
+                                   self._async_end_ns())
         else:
             t0 = time.perf_counter_ns()
             bad, self._loop_t = self._loop(keys, tss, ops, vals, mks, None, self._loop_t)
             if skip < count:
-                tp.post_ns += (time.perf_counter_ns() - t0) * (count - skip) / count
+                t1 = time.perf_counter_ns()
+                busy = (t1 - t0) * (count - skip) / count
+                tp.post_ns += busy
+                if self._ckpt is not None:
+                    tp.split_async(t1 - busy, t1, count - skip, busy, self._async_end_ns())
+        if self._ckpt is not None and self._ckpt.pending is not None:
+            self._checkpoint_completed(self._ckpt.poll())
         tp.warm_left -= skip
         tp.post_records += count - skip
         tp.records += count
@@ -402,21 +464,54 @@ class KeyedOperator:
             self._sample(barrier)
 
     def _checkpoint(self, barrier: Barrier) -> None:
-        assert self._ckpt_target is not None
-        mode = self.cfg.checkpoint_mode
-        handle, wall_ms = ck.take_checkpoint(self.backend, barrier.index, self._ckpt_target, mode)
+        """A checkpoint barrier: wait for the previous asynchronous phase, run the synchronous
+        phase (both busy time), and leave the asynchronous phase running."""
+        pipeline = self._ckpt
+        assert pipeline is not None
+        wait_ms, done = pipeline.wait_previous()
+        self._checkpoint_completed(done)
+        sync_ms = pipeline.start(barrier.index, barrier.time_ms, wait_ms)
         if self.tp.warm_left <= 0:
-            self.tp.post_ns += wall_ms * 1e6
-        self._last_checkpoint = (handle, barrier)
-        if self.cfg.emit_series:
-            nums = ck.checkpoint_numbers(handle)
-            values = (nums.total_bytes, nums.uploaded_bytes, nums.sync_ms, nums.total_ms)
-            for metric, value in zip(CHECKPOINT_METRICS, values):
-                unit = "bytes" if metric.endswith("bytes") else "ms"
-                self.rows.add(self.task, barrier.index, barrier.time_ms, metric, value, unit)
-            async_ms = max(nums.total_ms - nums.sync_ms, 0.0)
-            for metric in CHECKPOINT_PHASE_METRICS:  # upload == async here (metrics docstring)
-                self.rows.add(self.task, barrier.index, barrier.time_ms, metric, async_ms, "ms")
+            busy = (wait_ms + sync_ms) * 1e6
+            self.tp.post_ns += busy
+            self.tp.checkpoint_ns += busy
+
+    def _checkpoint_completed(self, done: ck.Completed | None) -> None:
+        """Rows of a checkpoint whose asynchronous phase finished (barrier's step and time)."""
+        if done is None:
+            return
+        self._last_checkpoint = (done.handle, done.checkpoint_id, done.barrier_ms)
+        if not self.cfg.emit_series:
+            return
+        nums = done.numbers
+        add, task, step, t = self.rows.add, self.task, done.checkpoint_id, done.barrier_ms
+        values = (nums.total_bytes, nums.uploaded_bytes, nums.sync_ms, nums.total_ms)
+        for metric, value in zip(CHECKPOINT_METRICS, values):
+            add(task, step, t, metric, value, "bytes" if metric.endswith("bytes") else "ms")
+        for metric in CHECKPOINT_PHASE_METRICS:  # upload == async on a local target
+            add(task, step, t, metric, nums.async_ms, "ms")
+        for metric, value in zip(CHECKPOINT_ASYNC_METRICS, (nums.async_cpu_ms, done.wait_ms)):
+            add(task, step, t, metric, value, "ms")
+
+    def _checkpoint_summary(self) -> None:
+        """Per task: sync share, the loop's rate during and outside asynchronous phases, and
+        the asynchronous threads' CPU seconds (rates omitted when no record fell there)."""
+        tp, add, task, rep = self.tp, self.rows.add, self.task, self.cfg.repetition
+        assert self._ckpt is not None
+        share = tp.checkpoint_ns / tp.post_ns if tp.post_ns > 0 else 0.0
+        rates = {
+            "records_per_s_during_async": (tp.during_records, tp.during_ns),
+            "records_per_s_outside_async": (tp.outside_records, tp.outside_ns),
+        }
+        for metric, unit in CHECKPOINT_SUMMARY_METRICS:
+            if metric == "checkpoint_sync_share":
+                add(task, rep, NO_TIME, metric, share, unit)
+            elif metric == "checkpoint_async_cpu_s":
+                add(task, rep, NO_TIME, metric, self._ckpt.async_cpu_ms / 1e3, unit)
+            else:
+                records, ns = rates[metric]
+                if records > 0 and ns > 0:
+                    add(task, rep, NO_TIME, metric, records / (ns / 1e9), unit)
 
     def _sample(self, barrier: Barrier) -> None:
         wall = self._pacer is not None or wall_clock_driven(self.cfg.time_characteristic,
@@ -443,6 +538,8 @@ class KeyedOperator:
         """Fire the remaining barriers, emit the summary rows, restore once, close."""
         while self._bi < len(self._barriers):
             self._fire_barrier()
+        if self._ckpt is not None:  # the last asynchronous phase: waited for, not busy time
+            self._checkpoint_completed(self._ckpt.wait_previous()[1])
         cfg, task, rep = self.cfg, self.task, self.cfg.repetition
         add = self.rows.add
         tp = self.tp
@@ -461,10 +558,12 @@ class KeyedOperator:
             for metric, value in self._pacer.summary().items():
                 unit = "share" if metric.endswith("share") else "ms"
                 add(task, rep, NO_TIME, metric, value, unit)
+        if self._ckpt is not None:
+            self._checkpoint_summary()
         if cfg.ttl_ms is not None:
             self._cleanup_rows()
         if cfg.emit_series and cfg.restore_at_end and self._last_checkpoint is not None:
-            handle, barrier = self._last_checkpoint
+            handle, checkpoint_id, barrier_ms = self._last_checkpoint
             ms = ck.timed_restore(
                 cfg.backend, handle, make_clock(cfg), local_root(cfg),
                 lambda b: register_states(b, descriptors(cfg)),
@@ -474,7 +573,7 @@ class KeyedOperator:
                 **({"rocksdb_options": dict(cfg.rocksdb_options)} if cfg.backend == "rocksdb"
                    else {}),
             )
-            add(task, barrier.index, barrier.time_ms, "restore_ms", ms, "ms")
+            add(task, checkpoint_id, barrier_ms, "restore_ms", ms, "ms")
         self.close()
         fail_if_expired_returned(cfg, task, self.expired_returned)
         return self.rows.rows
@@ -500,6 +599,7 @@ class KeyedOperator:
         backend = self.backend
         self.backend = None
         self._loop = None
+        self._ckpt = None  # the backend's close() cancels and waits for a checkpoint in flight
         if backend is not None:
             backend.close()
             if backend.kind == "rocksdb":
