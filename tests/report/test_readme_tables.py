@@ -1,0 +1,75 @@
+"""The README's measured tables are remade from the result files kept in the repository
+(issue 15 item 7): `python -m workloads.report.readme_tables` on docs/results/ gives exactly the
+README's marked blocks, so a README edit that does not match the data fails here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workloads.report import readme_tables as rt
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "docs" / "results"
+
+
+def test_every_table_has_its_data_in_the_repository() -> None:
+    missing = [t.name for t in rt.TABLES if t not in rt.available(RESULTS)]
+    assert not missing, f"no source files under docs/results for {missing}"
+    for table in rt.TABLES:
+        made = table.make(RESULTS)
+        assert made.startswith("| ") and "not measured" not in made, table.name
+
+
+def test_the_readme_shows_what_the_data_says() -> None:
+    readme = REPO / "README.md"
+    if not rt.readme_blocks(readme.read_text(encoding="utf-8")):
+        pytest.xfail("README.md has no marked tables yet: paste them from "
+                     "`python -m workloads.report.readme_tables`")
+    assert rt.check(readme, RESULTS) == []
+
+
+def test_check_catches_a_number_that_the_data_does_not_say(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]
+                                                           ) -> None:
+    assert rt.main(["--results", str(RESULTS)]) == 0
+    made = capsys.readouterr().out
+    readme = tmp_path / "README.md"
+    readme.write_text("# statebench\n\nprose\n" + made, encoding="utf-8")
+    assert rt.main(["--results", str(RESULTS), "--check", str(readme)]) == 0
+    blocks = rt.readme_blocks(made)
+    name, text = next(iter(blocks.items()))
+    row = next(line for line in text.splitlines() if line.startswith("| ") and "---" not in line
+               and line != text.splitlines()[1])
+    edited = row.replace("0.", "9.", 1) if "0." in row else row + " edited"
+    assert edited != row
+    readme.write_text(made.replace(row, edited), encoding="utf-8")
+    assert rt.main(["--results", str(RESULTS), "--check", str(readme)]) == 1
+    err = capsys.readouterr().err
+    assert f"README {name}" in err and "+" + row in err
+    readme.write_text(made.replace(f"<!-- table: {name} -->", "<!-- gone -->"), encoding="utf-8")
+    assert rt.check(readme, RESULTS) == [f"{readme}: no <!-- table: {name} --> block"]
+
+
+def test_trim_keeps_extra_info_and_stats_and_appends_runs(tmp_path: Path) -> None:
+    raw = {"datetime": "2026-11-24T15:00:00", "machine_info": {"cpu": {"brand_raw": "cpu X",
+                                                                       "count": 2}},
+           "commit_info": {"id": "abc"},
+           "benchmarks": [{"name": "test_paired_ratio[heap-ttl_nobg-value_update-0.5-False]",
+                           "extra_info": {"kind": "heap", "variant": "ttl_nobg",
+                                          "op": "value_update:paired", "ratio_median": 0.5,
+                                          "ratio_min": 0.4, "ratio_max": 0.6, "rounds": 7},
+                           "stats": {"median": 1.0, "min": 0.5, "max": 2.0, "q1": 0.8,
+                                     "q3": 1.2, "rounds": 1, "data": [1.0] * 1000}}]}
+    path = tmp_path / "state-ops.json"
+    rt.add_benchmark_run(path, raw, "state-ops")
+    raw["benchmarks"][0]["extra_info"].update(ratio_median=0.7, ratio_min=0.3, ratio_max=0.9)
+    doc = rt.add_benchmark_run(path, raw, "state-ops")
+    assert len(doc["runs"]) == 2 and "data" not in json.dumps(doc)
+    table = rt.state_ops_table(tmp_path)
+    row = next(line for line in table.splitlines() if "background cleanup off" in line)
+    # two runs: the median of their medians, every round's range, and the runs' medians
+    assert "0.60x (rounds 0.30-0.90, 14 rounds; run medians 0.50-0.70)" in row
+    assert ">= 0.5x: met (median; not every round)" in row
