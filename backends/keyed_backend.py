@@ -9,11 +9,12 @@ its entries; an incompatible type raises StateMigrationError.
 
 Snapshots follow Flink's checkpoint model (backends/snapshot/writer.py): `snapshot_async(...)`
 runs the synchronous part in the caller's thread and returns a SnapshotFuture whose asynchronous
-part runs on a thread of its own; `snapshot(...)` is `snapshot_async(...).result()`. One snapshot
-runs at a time: a new one first waits for the previous one's asynchronous part, and so do a
-migration (it drops a state's storage) and `close()`, which first cancels it. The full-snapshot
-cleanup's counts and lags are written from the snapshot's thread under `stats_lock`;
-`cleanup_counts()` and `cleanup_lags()` read them under it.
+part runs on the backend's snapshot thread (one per backend, started on first use, stopped by
+close()); `snapshot(...)` is `snapshot_async(...).result()`. One snapshot runs at a time: a new
+one first waits for the previous one's asynchronous part, and so does a migration (it drops a
+state's storage); `close()` cancels it first. The full-snapshot cleanup's counts and lags are
+written from the snapshot's thread under `stats_lock`; `cleanup_counts()` and `cleanup_lags()`
+read them under it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -91,6 +93,7 @@ class KeyedStateBackend:
         self.migration_stats: dict[str, Any] = {}
         self.stats_lock = threading.Lock()  # counters written by a snapshot's thread
         self._pending_snapshot: SnapshotFuture | None = None
+        self._snapshot_thread: ThreadPoolExecutor | None = None  # started on first use
 
     # ----------------------------------------------------------------- keys and time
     def get_current_key(self) -> Any:
@@ -321,7 +324,11 @@ class KeyedStateBackend:
         start = time.perf_counter()
         self.wait_for_snapshot()
         waited = (time.perf_counter() - start) * 1e3
-        future = take_snapshot_async(self, checkpoint_id, target, mode=mode, **options)
+        if self._snapshot_thread is None:
+            self._snapshot_thread = ThreadPoolExecutor(
+                1, thread_name_prefix=f"statebench-snapshot-{self.kind}")
+        future = take_snapshot_async(self, checkpoint_id, target, mode=mode,
+                                     executor=self._snapshot_thread, **options)
         future.stats.wait_ms = waited
         self._pending_snapshot = future
         return future
@@ -341,6 +348,9 @@ class KeyedStateBackend:
         if pending is not None:
             pending.cancel()
             self.wait_for_snapshot()
+        if self._snapshot_thread is not None:
+            self._snapshot_thread.shutdown(wait=True)
+            self._snapshot_thread = None
 
     def operator_state(self) -> Any:
         """This task's operator state (list, union list and broadcast state), snapshotted and

@@ -2,12 +2,14 @@
 
 `KeyedStateBackend.snapshot_async(...)` runs the synchronous part in the caller's thread and
 returns a `SnapshotFuture`; the asynchronous part (TTL filtering, encoding, compression, writing,
-metadata commit) runs on a new thread, as Flink's AsyncCheckpointRunnable runs a snapshot's
-FutureTask beside the task. `result()` is the SnapshotHandle once the asynchronous part has
-committed the snapshot, or raises, with its original traceback, whatever the asynchronous part
-raised; a failed snapshot never has a `_metadata` file, so it never looks complete, and its
-partial folder is removed. `cancel()` asks the asynchronous part to stop before its next step
-(the backend's close() does); `result()` then raises SnapshotCancelledError.
+metadata commit) runs on the backend's snapshot thread (a one-thread executor, so handing work
+over never waits for a thread to start), as Flink's AsyncCheckpointRunnable runs a snapshot's
+FutureTask on the task's asynchronous-operations pool beside the task. `result()` is the
+SnapshotHandle once the asynchronous part has committed the snapshot, or raises, with its
+original traceback, whatever the asynchronous part raised; a failed snapshot never has a
+`_metadata` file, so it never looks complete, and its partial folder is removed. `cancel()` asks
+the asynchronous part to stop before its next step (the backend's close() does); `result()` then
+raises SnapshotCancelledError.
 
 What the thread costs is measured inside it: wall ms from the end of the synchronous part to its
 own end (`stats.async_ms`), and its CPU time (`time.thread_time()`, `stats.async_cpu_ms`).
@@ -49,10 +51,17 @@ class SnapshotFuture:
         self._thread: threading.Thread | None = None
 
     # ----------------------------------------------------------------- running
-    def start(self, body: AsyncPart, sync_end: float) -> None:
-        """Run `body` on a new thread; `sync_end` is time.perf_counter() at the end of the
-        synchronous part (where async_ms starts)."""
+    def start(self, body: AsyncPart, sync_end: float,
+              executor: concurrent.futures.Executor | None = None) -> None:
+        """Run `body` on `executor` (the backend's single snapshot thread), or on a new thread;
+        `sync_end` is time.perf_counter() at the end of the synchronous part (where async_ms
+        starts). Handing work to a waiting thread returns at once; starting a thread waits
+        until it runs, and the new thread then holds the GIL for up to a switch interval
+        (5 ms) before the caller gets it back."""
         self._future.set_running_or_notify_cancel()
+        if executor is not None:
+            executor.submit(self._run, body, sync_end)
+            return
         self._thread = threading.Thread(
             target=self._run, args=(body, sync_end),
             name=f"statebench-snapshot-{self.checkpoint_id}")

@@ -72,13 +72,15 @@ _EVENT_TIME = StateTtlConfig.TtlTimeCharacteristic.EventTime
 
 
 def take_snapshot_async(
-    backend: Any, checkpoint_id: int, target: Any, mode: str = "full", **options: Any
+    backend: Any, checkpoint_id: int, target: Any, mode: str = "full",
+    executor: Any = None, **options: Any
 ) -> SnapshotFuture:
     """Run the synchronous part of a snapshot of `backend` to `<target>/chk-<checkpoint_id>`
     now, start its asynchronous part on its own thread, and return the SnapshotFuture.
 
-    The caller (the backend) has waited for its previous snapshot. Bad arguments and failures of
-    the synchronous part raise here; failures of the asynchronous part raise from `result()`.
+    The caller (the backend) has waited for its previous snapshot; `executor` is the thread the
+    asynchronous part runs on (None: a new thread). Bad arguments and failures of the
+    synchronous part raise here; failures of the asynchronous part raise from `result()`.
     Options: `retained_checkpoints` (incremental only: earlier incremental checkpoints kept
     besides the newest, default 1)."""
     if isinstance(checkpoint_id, bool) or not isinstance(checkpoint_id, int) or checkpoint_id < 0:
@@ -115,7 +117,7 @@ def take_snapshot_async(
     sync_end = time.perf_counter()
     stats.sync_ms = (sync_end - sync_start) * 1000.0
     future = SnapshotFuture(checkpoint_id, stats.mode, stats)
-    future.start(body, sync_end)
+    future.start(body, sync_end, executor)
     return future
 
 
