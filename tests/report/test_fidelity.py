@@ -328,6 +328,11 @@ def test_a_throughput_disagreement_is_put_down_to_a_measured_cause(
     assert shares["checkpoint_sync_share"] == 0.2
     assert shares["jvm_gc_ms"] == pytest.approx(0.05 / busy_s)
     assert shares["checkpoint_async_cpu_s"] == pytest.approx(0.4 / busy_s)
+    # CPU seconds are summed over the job's tasks, so they count against every task's time
+    two = load_run(run_dir)
+    two.meta["config"] = dict(two.meta.get("config") or {}, parallelism=2)
+    assert cause_shares(two, key)["checkpoint_async_cpu_s"] == pytest.approx(0.2 / busy_s)
+    assert cause_shares(two, key)["jvm_gc_ms"] == shares["jvm_gc_ms"]
     warns = [s.text for s in fidelity_findings(run, w) if s.severity == "warn"
              and "full_snapshot costs" in s.text]
     assert len(warns) == 1

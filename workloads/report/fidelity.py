@@ -246,9 +246,17 @@ def _sentence(run: Run, c: Comparison) -> Sentence | None:
     return s
 
 
+def _tasks(run: Run) -> int:
+    config = run.meta.get("config")
+    n = config.get("parallelism") if isinstance(config, dict) else None
+    return n if isinstance(n, int) and n > 0 else 1
+
+
 def cause_shares(run: Run, key: ScenarioKey) -> dict[str, float]:
     """Each measured cause of :data:`CAUSES` the scenario has, as a share of its task's busy
-    time (records over records/s: the per-task time when tasks are alike)."""
+    time (records over records/s, both job totals: the per-task time when tasks are alike).
+    Job totals of the CPU seconds are the tasks' sum, so they count against every task's time;
+    the other two are the tasks' maximum."""
     records, rate = stat(run, key, "records"), stat(run, key, "records_per_s")
     busy_s = (records.center / rate.center
               if records is not None and rate is not None and rate.center > 0 else None)
@@ -260,7 +268,8 @@ def cause_shares(run: Run, key: ScenarioKey) -> dict[str, float]:
         if unit == "share":
             out[metric] = found.center
         elif busy_s:
-            out[metric] = found.center / (1e3 if unit == "ms" else 1.0) / busy_s
+            per_task = found.center / 1e3 if unit == "ms" else found.center / _tasks(run)
+            out[metric] = per_task / busy_s
     return out
 
 
