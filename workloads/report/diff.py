@@ -231,8 +231,8 @@ def _scenario_rows(a: Side, b: Side, key: ScenarioKey,
         label = f"{spec.label} ({spec.group})" if spec.group != "other" else spec.label
         rows.append(
             f"<tr>{head}<td>{escape(label)}</td>"
-            f"{stat_cell(side_stat(a, key, metric), unit_of(a.first, metric))}"
-            f"{stat_cell(side_stat(b, key, metric), unit_of(b.first, metric))}"
+            f"{stat_cell(side_stat(a, key, metric), unit_of(a.first, metric), klass=verdict.cls)}"
+            f"{stat_cell(side_stat(b, key, metric), unit_of(b.first, metric), klass=verdict.cls)}"
             f"{_verdict_cells(metric, verdict)}</tr>"
         )
     return rows
