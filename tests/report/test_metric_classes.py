@@ -227,3 +227,25 @@ def test_findings_do_not_pick_a_checkpoint_winner_inside_compaction_noise(tmp_pa
     texts = [s.text for s in findings(load_run(run_dir))["w"]]
     (ckpt,) = [t for t in texts if "writes the least per checkpoint" in t]
     assert ckpt.startswith("On rocksdb, timer") and "no difference to act on" in ckpt
+
+
+def test_findings_give_each_scenarios_share_of_task_time_in_sync_checkpoint_phases(
+        tmp_path: Path) -> None:
+    from workloads.report.findings import findings
+
+    rows = []
+    for strategy, share in (("none", [0.30, 0.40, 0.35]), ("full_snapshot", [0.05, 0.04, 0.06])):
+        base = {"run_id": "r", "scenario": f"w/heap/{strategy}", "workload": "w",
+                "backend": "heap", "strategy": strategy, "task": -1, "logical_time_ms": -1}
+        rows += [{**base, "step": rep, "metric": "checkpoint_sync_share", "value": v,
+                  "unit": "share"} for rep, v in enumerate(share)]
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), run_dir / "rows.parquet")
+    (run_dir / "run.json").write_text(json.dumps({"spec": {"name": "w"}}), encoding="utf-8")
+    found = [s for s in findings(load_run(run_dir))["w"] if "hold the task" in s.text]
+    assert [s.text for s in found] == [
+        "On heap, checkpoints hold the task (synchronous phases and barrier waits) for 35.0% of "
+        "its time (none), 5.00% (full_snapshot): at 10% or more, checkpoints weigh on these "
+        "throughputs, as they would not between checkpoints minutes apart."]
+    assert found[0].severity == "warn"

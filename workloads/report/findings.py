@@ -24,6 +24,8 @@ BASELINE = "none"
 #: How far RocksDB's incremental checkpoint sizes (timing-dependent) moved between two same-seed
 #: runs of sessions-churn: medians over checkpoints up to 9% apart, single barriers up to 24%.
 CHECKPOINT_LAYOUT_NOISE = 0.10
+#: A share of task time in synchronous checkpoint phases from which the findings warn.
+SYNC_SHARE_WARN = 0.10
 COMPACTION_FILTER = "compaction_filter"
 
 
@@ -168,6 +170,27 @@ def _checkpoints(run: Run, backend: str, keys: list[ScenarioKey]) -> list[Senten
             and abs(c_best / c_base - 1) < CHECKPOINT_LAYOUT_NOISE):
         s.t(f" Within {CHECKPOINT_LAYOUT_NOISE:.0%}, which is what background compactions move "
             "these checkpoint sizes between identical runs: no difference to act on.")
+    return [s]
+
+
+def _sync_share(run: Run, backend: str, keys: list[ScenarioKey]) -> list[Sentence]:
+    """Per scenario, the share of task time its checkpoints held the task (synchronous phases
+    and barrier waits); a warning when it is large enough to shape the comparison."""
+    shares = _stats(run, keys, "checkpoint_sync_share")
+    if not shares:
+        return []
+    ranked = sorted(shares.items(), key=lambda kv: -kv[1].center)
+    top = ranked[0][1].center
+    s = Sentence(severity="warn" if top >= SYNC_SHARE_WARN else "info")
+    s.t(f"On {backend}, checkpoints hold the task (synchronous phases and barrier waits) for ")
+    for i, (key, st) in enumerate(ranked):
+        s.t(", " if i else "").b(fmt_value(st.center, "share"))
+        s.t(f"{'' if i else ' of its time'} ({key.strategy})")
+    if top >= SYNC_SHARE_WARN:
+        s.t(f": at {SYNC_SHARE_WARN:.0%} or more, checkpoints weigh on these throughputs, as "
+            "they would not between checkpoints minutes apart.")
+    else:
+        s.t(".")
     return [s]
 
 
@@ -428,8 +451,8 @@ def findings(run: Run) -> dict[str, list[Sentence]]:
             ]
             if not keys:
                 continue
-            for part in (_throughput, _state, _checkpoints, _compaction_filter, _schedule,
-                         _correctness):
+            for part in (_throughput, _state, _checkpoints, _sync_share, _compaction_filter,
+                         _schedule, _correctness):
                 out.extend(part(run, backend_label(backend), keys))
         out.extend(_like_for_like(run, workload))
         out.extend(_sweep(run, workload))
