@@ -146,10 +146,11 @@ def legend_html(a: Side, b: Side, alpha: float = ALPHA) -> str:
     return (
         "<p>Ratios are B/A of each summary number (median of repetitions, median over "
         f"checkpoints, or peak over time).{rounds} <strong>Exact</strong> numbers (counted under "
-        "a logical clock: entries, logical bytes, the heap's physical bytes, canonical "
+        "a logical clock: entries, logical bytes, canonical "
         "full-snapshot sizes, cleanup counts) read <em>equal</em> or <em>different</em> with "
         "the difference. <strong>Timing-dependent</strong> numbers (RocksDB's files, counters "
-        "and incremental checkpoint sizes, the state under its compaction filter, every count "
+        "and incremental checkpoint sizes, the heap's footprint under copy-on-write snapshots, "
+        "the state under RocksDB's compaction filter, every count "
         "on a processing-time clock: background threads decide them) and <strong>timed</strong>"
         " numbers are never <em>different</em>: they are green (B better) or red (B worse) "
         "only when both "

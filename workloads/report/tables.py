@@ -233,12 +233,13 @@ def summary_tables(run: Run, workload: str) -> str:
 #: How to read a number, by its class (``metrics.class_of``), under every workload's tables.
 CLASSES_NOTE = (
     '<p class="classes-note">Three kinds of numbers: <strong>exact</strong> ones are counted '
-    "on the logical clock and repeat exactly run after run (entry counts, logical bytes, the "
-    "heap's physical bytes, canonical full-snapshot sizes, cleanup counts and lags); "
+    "on the logical clock and repeat exactly run after run (entry counts, logical bytes, "
+    "canonical full-snapshot sizes, cleanup counts and lags); "
     f"<strong>{TIMING_DEPENDENT}</strong> ones (marked) are physical and move with background "
     "threads (RocksDB's SST, physical and memtable bytes, flushes, compactions, write "
-    "amplification, RocksDB's incremental checkpoint sizes, the state under RocksDB's "
-    "compaction filter, every count on a processing-time clock); <strong>timed</strong> ones "
+    "amplification, RocksDB's incremental checkpoint sizes, the heap's footprint under "
+    "copy-on-write snapshots, the state under RocksDB's compaction filter, every count on a "
+    "processing-time clock); <strong>timed</strong> ones "
     "(throughput, latency, durations, CPU, GC) are measured with the spread shown. Only "
     f"{EXACT} numbers may be compared exactly.</p>"
 )

@@ -2,13 +2,14 @@
 
 Numbers come in three classes (``workloads.report.metrics.class_of``, the one rule):
 
-* **Exact** numbers are counted, not timed: entries, logical bytes, the heap's physical bytes,
-  canonical full-snapshot sizes, cleanup counts and lags (in logical ms). Under a logical clock
+* **Exact** numbers are counted, not timed: entries, logical bytes, canonical full-snapshot
+  sizes, cleanup counts and lags (in logical ms). Under a logical clock
   (EventTime) the same seed and configuration give the same numbers, so A and B are simply
   "equal" or "different", with the difference shown: no test, no noise.
 * **Timing-dependent** numbers are physical: RocksDB's SST, physical and memtable bytes, its
   flush and compaction counts and write amplification, RocksDB's incremental checkpoint sizes,
-  the state counts under RocksDB's compaction filter, and every counted number under
+  the heap's footprint (copy-on-write while asynchronous snapshots run), the state counts
+  under RocksDB's compaction filter, and every counted number under
   ProcessingTime (the clock follows the wall). Background threads decide them, so they are
   never "different": they take the sampled path below, with their spread.
 * **Timed** numbers (throughput, latency, durations, CPU, GC) vary from run to run.
