@@ -387,6 +387,28 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=ab_command)
 
 
+def check_spec_argument(spec: str) -> None:
+    """SPEC is an untrusted file (read bounded, regular, UTF-8: the same rules as ``run``'s) or
+    a shipped spec name, checked before any revision is exported. Its contents are left to each
+    revision's own ``run``, which may know fields this one does not."""
+    from workloads import limits
+    from workloads.spec import builtin_specs
+
+    path = Path(spec)
+    if not path.exists() and not path.is_symlink():
+        if path.suffix == "" and spec in builtin_specs():
+            return
+        raise _error(f"SPEC {spec}: no such file, and not a shipped spec name "
+                     f"({', '.join(builtin_specs())})")
+    try:
+        limits.decode_text(limits.read_bounded(path, limits.MAX_SPEC_BYTES, "spec file"), path,
+                           "spec file")
+    except FileNotFoundError:
+        raise _error(f"SPEC {spec}: no such file (a broken link)") from None
+    except limits.FileProblem as exc:
+        raise _error(str(exc)) from None
+
+
 def ab_command(args: argparse.Namespace) -> int:
     from workloads.cli.run import _joined
     from workloads.run import tempdirs
@@ -399,6 +421,7 @@ def ab_command(args: argparse.Namespace) -> int:
         check_master_url(args.master)
     _joined(args.backend, "--backend")
     _joined(args.strategy, "--strategy")
+    check_spec_argument(args.spec)
     repo = repository_root()
     commits = {label: (rev if rev == WORKING_TREE else resolve_commit(repo, rev))
                for label, rev in (("A", args.rev_a), ("B", args.rev_b))}  # before any folder
