@@ -193,6 +193,9 @@ MAX_RUN_ROWS_BYTES = 4 << 30
 #: are planned before the run (a trace whose timestamps spanned 2**62 ms asked for billions).
 MAX_CHECKPOINTS = 100_000
 MAX_SAMPLES = 1_000_000
+#: Wall time of one paced (ProcessingTime) scenario: it releases each record at its timestamp
+#: on a clock running ``time_speedup`` times real time, so a span of years takes years.
+MAX_PACED_WALL_MS = 7 * 86_400_000
 
 
 class FileProblem(ValueError):
@@ -278,3 +281,15 @@ def schedule_problem(span_ms: int, checkpoint_interval_ms: int | None,
             return (f"spans {span_ms} ms, which with a sample every {sample_interval_ms} ms is "
                     f"{count} samples; at most {MAX_SAMPLES} per scenario")
     return None
+
+
+def paced_problem(span_ms: int, speedup: float) -> str | None:
+    """None when a paced run over ``span_ms`` logical ms at ``speedup`` ends within
+    :data:`MAX_PACED_WALL_MS` of wall time, else what it would take (without the subject)."""
+    wall_ms = span_ms / speedup
+    if wall_ms <= MAX_PACED_WALL_MS:
+        return None
+    return (f"spans {span_ms} ms of processing time, which at time_speedup {speedup:g} takes "
+            f"{wall_ms / 86_400_000:.3g} days of wall time per scenario; at most "
+            f"{MAX_PACED_WALL_MS // 86_400_000} days (raise --time-speedup or state."
+            "time_speedup, or use EventTime)")

@@ -175,3 +175,21 @@ def test_a_run_folder_whose_run_json_is_a_fifo_does_not_block(
     os.mkfifo(folder / "run.json")
     line = _within(10, lambda: fails("diff", str(folder), str(folder)))
     assert f"{folder}/run.json: is not a regular file" in line, line
+
+
+def test_a_paced_run_that_would_take_years_is_refused(tmp_path: Path,
+                                                      fails: Callable[..., str]) -> None:
+    """ProcessingTime (the default) releases records at their timestamps in real time: a trace
+    spanning 10^12 ms waited for 31 years; a generated spec of that span too."""
+    trace = tmp_path / "trace.parquet"
+    pq.write_table(_table([0, 5, 10**12]), trace)
+    spec = write_spec(tmp_path, TRACE_SPEC)
+    line = _within(30, lambda: fails("run", str(spec), "--in-process", "--backend", "heap",
+                                     "--strategy", "none", "--results-dir", str(tmp_path / "r")))
+    assert "days of wall time per scenario; at most 7 days" in line, line
+    long = GENERATED.replace("events = 50", "duration_ms = 1000000000000").replace(
+        "rate = 1000", "rate = 1")
+    spec = write_spec(tmp_path, SPEC_HEAD + long, name="paced.toml")
+    line = fails("run", str(spec), "--in-process", "--results-dir", str(tmp_path / "r"))
+    assert line.startswith("statebench: error: the paced run of t spans 1000000000000 ms"), line
+    assert list((tmp_path / "r").iterdir()) == []  # the trace's: before any job, no run folder

@@ -243,6 +243,9 @@ def refuse_long_schedule(cfg: RunConfig) -> None:
     problem = limits.schedule_problem(span, None, sample)
     if problem is not None:
         raise CliError(f"--sample-interval-ms {sample}: the run {problem}")
+    problem = limits.paced_problem(span, cfg.speedup) if cfg.clock == "paced" else None
+    if problem is not None:
+        raise CliError(f"the paced run of {cfg.spec.name} {problem}")
 
 
 def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:

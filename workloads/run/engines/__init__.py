@@ -33,6 +33,8 @@ def check_schedule(cfg: Any, facts: Any) -> None:
     checkpoints = (cfg.spec.checkpoints.interval_ms if cfg.checkpoint_root is not None else 0)
     sample = cfg.sample_interval_ms or default_sample_interval(facts.start_ms, facts.end_ms)
     problem = limits.schedule_problem(span, checkpoints, sample)
+    if problem is None and cfg.clock == "paced":
+        problem = limits.paced_problem(span, cfg.speedup)
     if problem is None:
         return
     if cfg.spec.source.kind == "trace":
