@@ -9,8 +9,12 @@ Errors the user can fix (a bad spec, an unknown backend or strategy, ...) exit w
 one line on stderr, without a traceback: raise :class:`CliError` or one of :data:`USAGE_ERRORS`.
 So do errors of the environment (:class:`~workloads.errors.InfrastructureError`: a Spark master
 that is invalid or does not answer, a filesystem URI that is unknown or unreachable; and an
-``OSError`` such as a full disk). ``--verbose`` (before or after the command) prints the full
-traceback as well. SIGTERM/SIGINT remove the run's temporary folders before the process ends
+``OSError`` such as a full disk). A Flink lane's failed command is its root cause in one line
+(``cli/display.py``), an error raised inside a Spark task is unwrapped from Spark's
+(``engines/spark.py``: statebench's own as themselves, others as one line naming their type,
+exit 1), and py4j's own log of a broken JVM link is dropped. ``--verbose`` (before or after the
+command) prints the full traceback, Java stack and task trace as well. SIGTERM/SIGINT remove
+the run's temporary folders before the process ends
 (``workloads.run.tempdirs``); an interrupted command exits with 130.
 """
 
