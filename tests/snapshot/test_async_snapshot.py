@@ -4,8 +4,9 @@ part (byte-identical to a synchronous snapshot taken at that point) however the 
 mutating it, and a failed or cancelled asynchronous part surfaces and leaves no complete
 checkpoint.
 
-The asynchronous part is held at a gate the test controls: the real writer's `write_file`
-(full snapshots) or `_upload_db` (RocksDB incremental) waits on a threading.Event first."""
+The asynchronous part is held at a gate the test controls: the real writer's `_entries` (full
+snapshots: reading a frozen state, before any state is encoded) or `_upload_db` (RocksDB
+incremental) waits on a threading.Event first."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def gate(monkeypatch):
             return real(*args, **kwargs)
         return wrapper
 
-    monkeypatch.setattr(writer_mod, "write_file", gated(writer_mod.write_file))
+    monkeypatch.setattr(writer_mod, "_entries", gated(writer_mod._entries))
     monkeypatch.setattr(incremental_mod, "_upload_db", gated(incremental_mod._upload_db))
     yield g
     g.open.set()  # never leave a snapshot thread (and the backend's close) waiting
@@ -129,25 +130,27 @@ def test_heap_copy_on_write_ends_with_the_snapshot(make_backend, clock, gate, tm
     backend = make_backend("heap", clock)
     populate(backend, clock, descs, KEYS)
     lst_raw, map_raw = backend.raw_state("l"), backend.raw_state("m")
-    shared_map = map_raw.table[KEYS[0]]
-    before = dict(shared_map)
+    shared_list, shared_map = lst_raw.table[KEYS[3]], map_raw.table[KEYS[3]]
+    list_before, map_before = list(shared_list), dict(shared_map)
     future = backend.snapshot_async(1, tmp_path)
-    assert gate.reached.wait(GATE_TIMEOUT_S)  # at the first file: state "l", encoded
-    assert "add" not in vars(lst_raw)  # "l" is encoded: its copy-on-write already ended
-    assert "put" in vars(map_raw)  # "m" is still frozen
-    m = backend.get_map_state(descs["m"])
-    backend.set_current_key(KEYS[0])
+    assert gate.reached.wait(GATE_TIMEOUT_S)  # before the first state is read
+    assert "add" in vars(lst_raw) and "put" in vars(map_raw)  # copy-on-write installed
+    lst, m = backend.get_list_state(descs["l"]), backend.get_map_state(descs["m"])
+    backend.set_current_key(KEYS[3])
+    lst.add("x")
     m.put(99, 1.0)
-    assert shared_map == before  # the frozen container was copied, not changed
-    copied = map_raw.table[KEYS[0]]
-    assert copied is not shared_map
+    assert shared_list == list_before and shared_map == map_before  # copied, not changed
+    copied_list, copied_map = lst_raw.table[KEYS[3]], map_raw.table[KEYS[3]]
+    assert copied_list is not shared_list and copied_map is not shared_map
+    lst.add("y")
     m.remove(99)
-    assert map_raw.table[KEYS[0]] is copied  # one copy per container and snapshot
+    assert lst_raw.table[KEYS[3]] is copied_list  # one copy per container and snapshot
+    assert map_raw.table[KEYS[3]] is copied_map
     gate.open.set()
     future.result(GATE_TIMEOUT_S)
-    assert "put" not in vars(map_raw)  # the hot path is back to the class methods
-    m.put(98, 2.0)
-    assert map_raw.table[KEYS[0]] is copied
+    assert "add" not in vars(lst_raw) and "put" not in vars(map_raw)  # class methods again
+    lst.add("z")
+    assert lst_raw.table[KEYS[3]] is copied_list
 
 
 def test_rocksdb_incremental_async_checkpoint_is_the_state_at_the_barrier(
@@ -234,3 +237,40 @@ def test_snapshot_is_snapshot_async_result(make_backend, clock, tmp_path):
         backend.snapshot_async(1, tmp_path)
     with pytest.raises(ValueError, match="mode"):
         backend.snapshot_async(2, tmp_path, mode="differential")
+
+
+def test_heap_incremental_cleanup_never_changes_a_frozen_map(make_backend, clock, gate,
+                                                             tmp_path):
+    """Flink's incremental cleanup removes expired map entries while a snapshot is in flight:
+    the frozen maps stay as they were (it replaces a map instead of deleting from it)."""
+    ttl = (B.StateTtlConfig.new_builder(100).cleanup_incrementally(50, True).build())
+    desc = B.MapStateDescriptor("m", B.Types.INT(), B.Types.LONG())
+    desc.enable_time_to_live(ttl)
+    backend = make_backend("heap", clock)
+    m = backend.get_map_state(desc)
+    for key in range(300):
+        backend.set_current_key(key)
+        m.put(0, key)  # expires first
+    clock.advance(60)
+    for key in range(300):
+        backend.set_current_key(key)
+        m.put(1, key)  # still live after the next advance
+    gate.open.set()
+    reference = backend.snapshot(1, tmp_path / "sync")
+    gate.open.clear()
+    gate.reached.clear()
+    frozen = {k: dict(v) for k, v in backend.raw_state("m").table.items()}
+    future = backend.snapshot_async(1, tmp_path / "async")
+    assert gate.reached.wait(GATE_TIMEOUT_S)
+    clock.advance(60)  # entry 0 of every map expired, entry 1 not
+    for key in range(300):
+        backend.set_current_key(key)  # each record runs a cleanup step of 50 keys
+    assert backend.cleanup_counts()["m"]["incremental"] == 300
+    gate.open.set()
+    handle = future.result(GATE_TIMEOUT_S)
+    assert files_of(handle) == files_of(reference)
+    restored = B.restore_backend("heap", [handle], clock=clock)
+    try:
+        assert {k: c for _, k, c in restored.raw_state("m").iter_entries()} == frozen
+    finally:
+        restored.close()
