@@ -10,11 +10,13 @@ its entries; an incompatible type raises StateMigrationError.
 Snapshots follow Flink's checkpoint model (backends/snapshot/writer.py): `snapshot_async(...)`
 runs the synchronous part in the caller's thread and returns a SnapshotFuture whose asynchronous
 part runs on the backend's snapshot thread (one per backend, started on first use, stopped by
-close()); `snapshot(...)` is `snapshot_async(...).result()`. One snapshot runs at a time: a new
-one first waits for the previous one's asynchronous part, and so does a migration (it drops a
-state's storage); `close()` cancels it first. The full-snapshot cleanup's counts and lags are
-written from the snapshot's thread under `stats_lock`; `cleanup_counts()` and `cleanup_lags()`
-read them under it.
+close()); `snapshot(...)` is `snapshot_async(...).result()`. Up to `max_in_flight` snapshots may
+be in flight (synchronous part done, asynchronous part running or queued): their asynchronous
+parts run one at a time, in order, on the one snapshot thread; a new snapshot waits only when
+`max_in_flight` are already in flight (for the oldest one, stats.wait_ms). A migration (it drops
+a state's storage) waits for all of them; `close()` cancels them all first. The full-snapshot
+cleanup's counts and lags are written from the snapshot's thread under `stats_lock`;
+`cleanup_counts()` and `cleanup_lags()` read them under it.
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ class KeyedStateBackend:
         self.restore_stats: Any = None
         self.migration_stats: dict[str, Any] = {}
         self.stats_lock = threading.Lock()  # counters written by a snapshot's thread
-        self._pending_snapshot: SnapshotFuture | None = None
+        self._pending_snapshots: list[SnapshotFuture] = []  # in flight, oldest first
         self._snapshot_thread: ThreadPoolExecutor | None = None  # started on first use
 
     # ----------------------------------------------------------------- keys and time
@@ -316,38 +318,55 @@ class KeyedStateBackend:
         return self.snapshot_async(checkpoint_id, target, mode=mode, **options).result()
 
     def snapshot_async(self, checkpoint_id: int, target: Any, mode: str = "full",
-                       **options: Any) -> SnapshotFuture:
-        """Run a snapshot's synchronous part now and its asynchronous part on its own thread;
+                       max_in_flight: int = 1, **options: Any) -> SnapshotFuture:
+        """Run a snapshot's synchronous part now and queue its asynchronous part on this
+        backend's snapshot thread (behind the snapshots already in flight, run in order);
         returns a SnapshotFuture (`result()` -> SnapshotHandle, raising what the asynchronous
-        part raised). Waits first for this backend's previous snapshot (stats.wait_ms)."""
+        part raised). When `max_in_flight` snapshots are already in flight it first waits
+        until the oldest ones finished and fewer are (stats.wait_ms; 1: Flink's default of
+        one concurrent checkpoint, every snapshot waits for the previous one)."""
         self._check_open()
+        if (isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int)
+                or max_in_flight < 1):
+            raise ValueError(f"max_in_flight must be an int >= 1, got {max_in_flight!r}")
         start = time.perf_counter()
-        self.wait_for_snapshot()
+        pending = self._in_flight()
+        while len(pending) >= max_in_flight:
+            pending[0].wait()
+            pending = self._in_flight()
         waited = (time.perf_counter() - start) * 1e3
         if self._snapshot_thread is None:
             self._snapshot_thread = ThreadPoolExecutor(
                 1, thread_name_prefix=f"statebench-snapshot-{self.kind}")
         future = take_snapshot_async(self, checkpoint_id, target, mode=mode,
-                                     executor=self._snapshot_thread, **options)
+                                     executor=self._snapshot_thread,
+                                     busy=[f.folder for f in pending], **options)
         future.stats.wait_ms = waited
-        self._pending_snapshot = future
+        pending.append(future)
         return future
 
+    def _in_flight(self) -> list[SnapshotFuture]:
+        """The snapshots whose asynchronous part has not ended, oldest first."""
+        pending = self._pending_snapshots = [f for f in self._pending_snapshots if not f.done()]
+        return pending
+
+    def snapshots_in_flight(self) -> int:
+        """How many snapshots' asynchronous parts are running or queued."""
+        return len(self._in_flight())
+
     def wait_for_snapshot(self) -> None:
-        """Wait until the asynchronous part of the snapshot in flight (if any) has ended; its
-        outcome stays with its SnapshotFuture (result() raises there, not here)."""
-        pending = self._pending_snapshot
-        if pending is not None:
+        """Wait until the asynchronous parts of every snapshot in flight have ended; their
+        outcomes stay with their SnapshotFutures (result() raises there, not here)."""
+        for pending in list(self._pending_snapshots):
             pending.wait()
-            self._pending_snapshot = None
+        self._pending_snapshots = []
 
     def _end_snapshots(self) -> None:
-        """On close: cancel the snapshot in flight and wait until its thread let go of this
+        """On close: cancel every snapshot in flight and wait until the thread let go of this
         backend's storage (RocksDB iterators, the heap's copy-on-write methods)."""
-        pending = self._pending_snapshot
-        if pending is not None:
+        for pending in self._pending_snapshots:
             pending.cancel()
-            self.wait_for_snapshot()
+        self.wait_for_snapshot()
         if self._snapshot_thread is not None:
             self._snapshot_thread.shutdown(wait=True)
             self._snapshot_thread = None

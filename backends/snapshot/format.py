@@ -129,9 +129,10 @@ def key_array(keys: list) -> tuple[pa.Array, str]:
     except _CONVERSION_ERRORS:
         arr = None
     if arr is not None:
-        for encoding, typ in (("int64", pa.int64()), ("string", pa.string()),
-                              ("binary", pa.binary())):
-            if arr.type == typ:
+        for encoding, typ, cls in (("int64", pa.int64(), int), ("string", pa.string(), str),
+                                   ("binary", pa.binary(), bytes)):
+            # inference takes str and bytes together as binary: such keys are tagged
+            if arr.type == typ and all(k.__class__ is cls for k in keys):
                 return arr, encoding
     return pa.array([serialize_key(k) for k in keys], pa.binary()), "tagged"
 

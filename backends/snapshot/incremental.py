@@ -16,6 +16,14 @@ Taking one (`mode="incremental"`, as Flink's RocksDB backend does it):
    file that no retained checkpoint references is deleted, including ones left by an
    interrupted upload.
 
+Several checkpoints in flight (keyed_backend.py `max_in_flight`): each synchronous part links
+its own work folder and reads nothing an earlier asynchronous part writes; the asynchronous
+parts run one at a time, in order, on the backend's snapshot thread, so checkpoint k+1's upload
+starts only after k's upload, commit and retention ended, and finds in the shared-file registry
+every SST file k uploaded (reused, not uploaded again) and none that k's retention deleted (those
+it uploads again). Retention never sees a pending checkpoint as complete, and no upload runs
+beside it.
+
 Full-snapshot TTL cleanup does not apply (SST files are uploaded as they are, flink-ttl-facts
 §2.1): a state asking for it is reported in `stats.not_applicable` instead.
 

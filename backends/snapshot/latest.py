@@ -4,13 +4,14 @@ Each snapshot is the folder `chk-<checkpoint id>` under its target; it is comple
 its `_metadata` was committed (see metadata.py). A folder without one is an interrupted write
 (a crash, a kill -9): it is never returned and `clean_up_incomplete` deletes it. One writer per
 target folder is assumed (one backend, i.e. one task, per target), as the clean-up would
-otherwise race with another writer's checkpoint in progress.
+otherwise race with another writer's checkpoint in progress; that writer's own snapshots still in
+flight are passed as `busy`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import pyarrow.fs as pafs
@@ -89,11 +90,13 @@ def latest_checkpoint(directory: Any, clean_up: bool = False) -> SnapshotHandle 
     return SnapshotHandle(str(loc), cid, body.get("mode", "full"))
 
 
-def clean_up_incomplete(directory: Any, keep: str | None = None) -> list[str]:
-    """Delete every `chk-*` folder without committed metadata (except `keep`); returns them."""
+def clean_up_incomplete(directory: Any, keep: str | None = None,
+                        busy: Collection[str] = ()) -> list[str]:
+    """Delete every `chk-*` folder without committed metadata (except the one named `keep` and
+    those whose full location is in `busy`: snapshots still being written); returns them."""
     removed = []
     for _, loc in checkpoint_dirs(Location.parse(directory)):
-        if loc.name != keep and not is_complete(loc):
+        if loc.name != keep and str(loc) not in busy and not is_complete(loc):
             loc.delete_dir()
             removed.append(str(loc))
     return removed

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from backends.snapshot import operator_state as ops
@@ -22,13 +23,19 @@ def safe_file_part(name: str) -> str:
     return _SAFE.sub("_", name)[:40]
 
 
-def prepare_snapshot_dir(target: Location, checkpoint_id: int) -> Location:
-    """`<target>/chk-<id>`, emptied of an interrupted earlier attempt; never a complete one."""
+def prepare_snapshot_dir(target: Location, checkpoint_id: int, busy: Iterable[str] = ()
+                         ) -> Location:
+    """`<target>/chk-<id>`, emptied of an interrupted earlier attempt; never a complete one.
+    `busy`: the folders (str of their Location) of this backend's snapshots still in flight,
+    incomplete until their asynchronous parts commit, so they are not interrupted ones."""
     target.makedirs()
     snap = target.child(checkpoint_dir_name(checkpoint_id))
+    busy = {b for b in busy if b is not None}
+    if str(snap) in busy:
+        raise FileExistsError(f"checkpoint {checkpoint_id} is still being written at {snap}")
     if is_complete(snap):
         raise FileExistsError(f"checkpoint {checkpoint_id} already exists at {snap}")
-    clean_up_incomplete(target)
+    clean_up_incomplete(target, busy=busy)
     snap.makedirs()
     return snap
 

@@ -3,7 +3,8 @@
 `KeyedStateBackend.snapshot_async(...)` runs the synchronous part in the caller's thread and
 returns a `SnapshotFuture`; the asynchronous part (TTL filtering, encoding, compression, writing,
 metadata commit) runs on the backend's snapshot thread (a one-thread executor, so handing work
-over never waits for a thread to start), as Flink's AsyncCheckpointRunnable runs a snapshot's
+over never waits for a thread to start; several snapshots in flight queue there and run in
+order), as Flink's AsyncCheckpointRunnable runs a snapshot's
 FutureTask on the task's asynchronous-operations pool beside the task. `result()` is the
 SnapshotHandle once the asynchronous part has committed the snapshot, or raises, with its
 original traceback, whatever the asynchronous part raised; a failed snapshot never has a
@@ -39,13 +40,15 @@ class SnapshotCancelledError(RuntimeError):
 class SnapshotFuture:
     """The handle-future `snapshot_async` returns; `result()` is the SnapshotHandle."""
 
-    __slots__ = ("_cancel", "_future", "_thread", "checkpoint_id", "end_ns", "mode", "stats")
+    __slots__ = ("_cancel", "_future", "_thread", "checkpoint_id", "end_ns", "folder", "mode",
+                 "stats")
 
     def __init__(self, checkpoint_id: int, mode: str, stats: SnapshotStats) -> None:
         self.checkpoint_id = checkpoint_id
         self.mode = mode
         self.stats = stats
         self.end_ns: int | None = None
+        self.folder: str | None = None  # the chk-<id> folder its asynchronous part writes
         self._future: concurrent.futures.Future[SnapshotHandle] = concurrent.futures.Future()
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None

@@ -16,9 +16,12 @@ asynchronous SnapshotResultSupplier):
   it reads the frozen views, leaves expired units out, encodes, compresses and writes the files,
   and commits the metadata last, so a snapshot that fails or is cancelled never looks complete
   (its partial folder is removed; `result()` raises the original error).
-`snapshot(...)` is `snapshot_async(...).result()`. A backend runs one snapshot at a time (Flink's
-default of one concurrent checkpoint): `snapshot_async` first waits for the previous one's
-asynchronous part (stats.wait_ms).
+`snapshot(...)` is `snapshot_async(...).result()`. A backend has up to `max_in_flight` snapshots
+in flight (1, Flink's default of one concurrent checkpoint, unless the caller says more): their
+asynchronous parts queue on the backend's one snapshot thread and run in order, and
+`snapshot_async` waits only when `max_in_flight` are in flight (stats.wait_ms). Each synchronous
+part takes its own frozen views (heap: the copy-on-write checks every alive view; RocksDB: an
+iterator per state and snapshot), so it never depends on an earlier snapshot's asynchronous part.
 
 Full-snapshot TTL cleanup (flink-ttl-facts §2.1) happens in the asynchronous part, as Flink's
 StateSnapshotTransformer runs while the snapshot is written: for a state whose registered
@@ -73,16 +76,17 @@ _EVENT_TIME = StateTtlConfig.TtlTimeCharacteristic.EventTime
 
 def take_snapshot_async(
     backend: Any, checkpoint_id: int, target: Any, mode: str = "full",
-    executor: Any = None, **options: Any
+    executor: Any = None, busy: Any = (), **options: Any
 ) -> SnapshotFuture:
     """Run the synchronous part of a snapshot of `backend` to `<target>/chk-<checkpoint_id>`
     now, start its asynchronous part on its own thread, and return the SnapshotFuture.
 
-    The caller (the backend) has waited for its previous snapshot; `executor` is the thread the
-    asynchronous part runs on (None: a new thread). Bad arguments and failures of the
-    synchronous part raise here; failures of the asynchronous part raise from `result()`.
-    Options: `retained_checkpoints` (incremental only: earlier incremental checkpoints kept
-    besides the newest, default 1)."""
+    The caller (the backend) has waited until fewer than its maximum are in flight; `busy` are
+    the folders those still write (left alone by the clean-up of interrupted ones); `executor`
+    is the thread the asynchronous part runs on, behind theirs (None: a new thread). Bad
+    arguments and failures of the synchronous part raise here; failures of the asynchronous
+    part raise from `result()`. Options: `retained_checkpoints` (incremental only: earlier
+    incremental checkpoints kept besides the newest, default 1)."""
     if isinstance(checkpoint_id, bool) or not isinstance(checkpoint_id, int) or checkpoint_id < 0:
         raise ValueError(f"checkpoint_id must be a non-negative int, got {checkpoint_id!r}")
     if mode not in MODES:
@@ -104,7 +108,7 @@ def take_snapshot_async(
     # The checkpoint's folder first (Flink's coordinator initializes the checkpoint location
     # before the barrier): an existing complete checkpoint raises here, and from now on a
     # failure leaves an incomplete folder, never a complete-looking one.
-    snap = prepare_snapshot_dir(location, checkpoint_id)
+    snap = prepare_snapshot_dir(location, checkpoint_id, busy)
     try:
         if incremental:
             body = incremental_sync_part(backend, checkpoint_id, location, snap, stats,
@@ -117,6 +121,7 @@ def take_snapshot_async(
     sync_end = time.perf_counter()
     stats.sync_ms = (sync_end - sync_start) * 1000.0
     future = SnapshotFuture(checkpoint_id, stats.mode, stats)
+    future.folder = str(snap)
     future.start(body, sync_end, executor)
     return future
 

@@ -11,9 +11,13 @@ Snapshots (copy-on-write, as Flink's CopyOnWriteStateMap): `freeze()` is a snaps
 synchronous part, a shallow copy of the state's dict (C speed, ~10-20 ns a key). Values are
 immutable units, but list and map containers are changed in place by the state API, so while a
 frozen view is alive a list or map state runs copy-on-write versions of its in-place writers
-(instance attributes shadowing the class methods, installed by `freeze()` and removed by the view's
-`release()`): the first in-place write of a container the view still shares copies it first, later
-writes go to the copy. With no snapshot in flight the class methods run unchanged, so the hot path
+(instance attributes shadowing the class methods, installed by the first `freeze()` and removed
+when the last view's `release()` ends): the first in-place write of a container that any alive
+view still holds (the same object) copies it first, later writes go to the copy. Several views
+may be alive at once (snapshots queued on the backend's snapshot thread, keyed_backend.py): the
+copy-on-write methods check each of them, newest first, through a tuple that `freeze()` and
+`release()` replace whole, so a release on the snapshot thread never changes a sequence the task
+thread is iterating. With no snapshot in flight the class methods run unchanged, so the hot path
 pays nothing. Containers are changed in place only by the methods in `_COW_METHODS` (the
 incremental cleanup replaces a map instead of deleting from it, backends/cleanup/incremental.py).
 """
@@ -21,6 +25,7 @@ incremental cleanup replaces a map instead of deleting from it, backends/cleanup
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -56,8 +61,9 @@ class HeapFrozen:
     def release(self) -> None:
         raw = self._raw
         if raw is not None:
-            self._raw, self.table = None, {}
+            self._raw = None
             raw._thaw(self)
+            self.table = {}
 
 
 class _HeapRaw:
@@ -71,27 +77,54 @@ class _HeapRaw:
         self.spec = spec
         self.name = spec.name
         self.table: dict = {}
-        self._frozen: HeapFrozen | None = None
+        self._frozen: list[HeapFrozen] = []  # alive views, oldest first
+        #: [tables of the alive views, newest first]: one tuple, replaced whole (never mutated)
+        self._shared_tables: list[tuple[dict, ...]] = [()]
+        self._cow_lock = threading.Lock()  # freeze() (task) against release() (snapshot thread)
 
     # ------------------------------------------------------------- snapshots (copy-on-write)
     def freeze(self) -> HeapFrozen:
-        """A snapshot's synchronous part for this state (see the module docstring)."""
+        """A snapshot's synchronous part for this state (see the module docstring); other
+        views may still be alive (snapshots in flight before this one)."""
         view = HeapFrozen(self, dict(self.table))
         if self._COW_METHODS:
-            if self._frozen is not None:
-                raise RuntimeError(f"state '{self.name}' is already frozen by a snapshot")
-            self._frozen = view
-            for name, method in self._cow_methods(view.table.get).items():
-                setattr(self, name, method)
+            with self._cow_lock:  # a release on the snapshot thread may run meanwhile
+                frozen = self._frozen
+                frozen.append(view)
+                self._shared_tables[0] = tuple(v.table for v in reversed(frozen))
+                if len(frozen) == 1:
+                    for name, method in self._cow_methods(self._is_shared()).items():
+                        setattr(self, name, method)
         return view
 
     def _thaw(self, view: HeapFrozen) -> None:
-        if self._frozen is view:
-            for name in self._COW_METHODS:
-                self.__dict__.pop(name, None)
-            self._frozen = None
+        """End `view` (called from its release(), possibly on the snapshot thread)."""
+        with self._cow_lock:
+            frozen = self._frozen
+            for i, alive in enumerate(frozen):
+                if alive is view:
+                    del frozen[i]
+                    break
+            else:
+                return
+            self._shared_tables[0] = tuple(v.table for v in reversed(frozen))
+            if not frozen:
+                for name in self._COW_METHODS:
+                    self.__dict__.pop(name, None)
 
-    def _cow_methods(self, shared: Callable[[Any], Any]) -> dict[str, Callable[..., None]]:
+    def _is_shared(self) -> Callable[[Any, Any], bool]:
+        """`is_shared(key, container)`: does any alive view hold this very container?"""
+        cell = self._shared_tables
+
+        def is_shared(key: Any, container: Any) -> bool:
+            for table in cell[0]:  # noqa: SIM110 - a loop is cheaper than any(<genexpr>)
+                if table.get(key) is container:
+                    return True
+            return False
+
+        return is_shared
+
+    def _cow_methods(self, shared: Callable[[Any, Any], bool]) -> dict[str, Callable[..., None]]:
         return {}  # pragma: no cover - list and map states have in-place writers
 
     def current_ref(self) -> Any:
@@ -226,7 +259,7 @@ class HeapRawList(_HeapRaw):
     kind = "list"
     _COW_METHODS = ("add", "add_all")
 
-    def _cow_methods(self, shared: Callable[[Any], Any]) -> dict[str, Callable[..., None]]:
+    def _cow_methods(self, shared: Callable[[Any, Any], bool]) -> dict[str, Callable[..., None]]:
         """add / add_all that copy a list a frozen view still holds before appending."""
         table, b = self.table, self._b
 
@@ -235,7 +268,7 @@ class HeapRawList(_HeapRaw):
             lst = table.get(key)
             if lst is None:
                 table[key] = [element]
-            elif shared(key) is lst:
+            elif shared(key, lst):
                 table[key] = [*lst, element]
             else:
                 lst.append(element)
@@ -247,7 +280,7 @@ class HeapRawList(_HeapRaw):
             lst = table.get(key)
             if lst is None:
                 table[key] = list(elements)
-            elif shared(key) is lst:
+            elif shared(key, lst):
                 table[key] = [*lst, *elements]
             else:
                 lst.extend(elements)
@@ -292,12 +325,12 @@ class HeapRawMap(_HeapRaw):
     kind = "map"
     _COW_METHODS = ("put", "put_all", "remove", "ref_put_entry", "ref_remove_entries")
 
-    def _cow_methods(self, shared: Callable[[Any], Any]) -> dict[str, Callable[..., None]]:
+    def _cow_methods(self, shared: Callable[[Any, Any], bool]) -> dict[str, Callable[..., None]]:
         """The in-place writers, copying a map a frozen view still holds before changing it."""
         table, b = self.table, self._b
 
         def own(key: Any, m: dict) -> dict:
-            if shared(key) is m:
+            if shared(key, m):
                 m = table[key] = dict(m)
             return m
 

@@ -10,6 +10,7 @@ incremental) waits on a threading.Event first."""
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 from pathlib import Path
@@ -214,17 +215,131 @@ def test_close_during_async_part_cancels_cleanly(kind, make_backend, clock, gate
     assert B.latest_checkpoint(tmp_path) is None
 
 
-def test_one_snapshot_at_a_time(make_backend, clock, gate, tmp_path):
+@pytest.mark.parametrize("max_in_flight", [1, 3])
+def test_a_snapshot_waits_only_when_max_in_flight_are_in_flight(max_in_flight, make_backend,
+                                                                 clock, gate, tmp_path):
     backend = make_backend("heap", clock)
     populate(backend, clock, descriptors(ttl=False), KEYS)
-    first = backend.snapshot_async(1, tmp_path)
+    first = backend.snapshot_async(1, tmp_path, max_in_flight=max_in_flight)
     assert gate.reached.wait(GATE_TIMEOUT_S)
+    queued = [backend.snapshot_async(cid, tmp_path, max_in_flight=max_in_flight)
+              for cid in range(2, max_in_flight + 1)]  # fewer in flight: no wait
+    assert not first.done() and all(f.stats.wait_ms < 50 for f in queued)
+    assert backend.snapshots_in_flight() == max_in_flight
     threading.Timer(0.3, gate.open.set).start()
-    second = backend.snapshot_async(2, tmp_path)  # waits for the first one's asynchronous part
-    assert first.done()
-    assert second.stats.wait_ms >= 100
-    assert os.fspath(second.result(GATE_TIMEOUT_S)).endswith("chk-2")
-    assert first.result().checkpoint_id == 1
+    last = backend.snapshot_async(max_in_flight + 1, tmp_path, max_in_flight=max_in_flight)
+    assert first.done()  # max_in_flight in flight: it waited for the oldest one
+    assert last.stats.wait_ms >= 100
+    backend.wait_for_snapshot()  # waits for all
+    assert all(f.done() for f in [first, *queued, last])
+    assert backend.snapshots_in_flight() == 0
+    ids = [f.result().checkpoint_id for f in [first, *queued, last]]
+    assert ids == list(range(1, max_in_flight + 2))
+    assert os.fspath(last.result()).endswith(f"chk-{max_in_flight + 1}")
+    assert [h.checkpoint_id for h in B.list_checkpoints(tmp_path)] == ids
+
+
+def test_max_in_flight_is_checked(make_backend, clock, tmp_path):
+    backend = make_backend("heap", clock)
+    for bad in (0, -1, True, 1.5, "2"):
+        with pytest.raises(ValueError, match="max_in_flight"):
+            backend.snapshot_async(1, tmp_path, max_in_flight=bad)
+
+
+def _two_barriers(backend, clock, descs, take):
+    """populate; barrier 1; the task mutates lists, maps and values in place; barrier 2; it
+    mutates again. `take(checkpoint_id)` runs at each barrier; returns the raw dumps there."""
+    populate(backend, clock, descs, KEYS)
+    clock.advance(500)  # some units expired: full-snapshot cleanup leaves them out
+    dumps = [copy.deepcopy(raw_dump(backend))]  # the heap's containers change in place
+    out = [take(1)]
+    mutate_everything(backend, descs, clock)
+    clock.advance(300)
+    dumps.append(copy.deepcopy(raw_dump(backend)))
+    out.append(take(2))
+    mutate_everything(backend, descs, clock)
+    clock.advance(10_000)  # would expire everything, if a filter read the clock now
+    return dumps, out
+
+
+@pytest.mark.parametrize("kind,mode", [("heap", "full"), ("rocksdb", "full"),
+                                       ("rocksdb", "incremental")])
+def test_two_snapshots_in_flight_are_each_the_state_at_their_barrier(
+        kind, mode, make_backend, clock, gate, tmp_path):
+    """Two snapshots queued on the snapshot thread while the task mutates lists and maps in
+    place: each is byte-identical to a synchronous snapshot taken at its barrier (full) or
+    restores to the state at its barrier (incremental)."""
+    descs = descriptors(ttl=True, full_snapshot=mode == "full")
+    gate.open.set()
+    ref_clock = B.ManualClock(0)
+    ref_backend = make_backend(kind, ref_clock)
+    ref_dumps, refs = _two_barriers(
+        ref_backend, ref_clock, descs,
+        lambda cid: ref_backend.snapshot(cid, tmp_path / "sync", mode=mode))
+    gate.open.clear()
+    gate.reached.clear()
+
+    backend = make_backend(kind, clock)
+
+    def take(cid):
+        future = backend.snapshot_async(cid, tmp_path / "async", mode=mode, max_in_flight=2)
+        assert gate.reached.wait(GATE_TIMEOUT_S)  # the first one is held, the second queued
+        assert future.stats.wait_ms < 50
+        return future
+
+    dumps, futures = _two_barriers(backend, clock, descs, take)
+    assert dumps == ref_dumps
+    assert not any(f.done() for f in futures)
+    assert backend.snapshots_in_flight() == 2
+    if kind == "heap":
+        assert len(backend.raw_state("l")._frozen) == 2 and "add" in vars(backend.raw_state("l"))
+    gate.open.set()
+    handles = [f.result(GATE_TIMEOUT_S) for f in futures]
+    assert [h.checkpoint_id for h in handles] == [1, 2]
+    if kind == "heap":
+        assert "add" not in vars(backend.raw_state("l"))  # both views gone: class methods
+        assert "put" not in vars(backend.raw_state("m"))
+    for handle, ref, dump in zip(handles, refs, dumps):
+        if mode == "full":
+            assert files_of(handle) == files_of(ref)  # byte for byte
+            assert handle.stats.entries_filtered == ref.stats.entries_filtered > 0
+        restored = B.restore_backend(kind, [handle], clock=clock,
+                                     path=tmp_path / f"restored-{handle.checkpoint_id}")
+        try:
+            if mode == "incremental":
+                assert raw_dump(restored) == dump
+            else:
+                ref_restored = B.restore_backend(kind, [ref], clock=clock,
+                                                 path=tmp_path / f"ref-{ref.checkpoint_id}")
+                try:
+                    assert raw_dump(restored) == raw_dump(ref_restored)
+                finally:
+                    ref_restored.close()
+        finally:
+            restored.close()
+    if mode == "incremental":  # chk-2 reuses chk-1's SST files: uploaded once, shared
+        second = handles[1].stats
+        assert 0 < second.uploaded_bytes < second.total_bytes
+        refs_count = incremental_mod.shared_file_references(tmp_path / "async")
+        assert refs_count and max(refs_count.values()) == 2
+        assert not any((Path(backend.path) / "checkpoints").iterdir())
+
+
+@pytest.mark.parametrize("kind", ["heap", "rocksdb"])
+def test_close_cancels_every_snapshot_in_flight(kind, make_backend, clock, gate, tmp_path):
+    backend = make_backend(kind, clock)
+    populate(backend, clock, descriptors(ttl=False), KEYS)
+    futures = [backend.snapshot_async(cid, tmp_path, max_in_flight=3) for cid in (1, 2, 3)]
+    assert gate.reached.wait(GATE_TIMEOUT_S)
+    opener = threading.Timer(0.2, gate.open.set)
+    opener.start()
+    backend.close()
+    opener.join()
+    for future in futures:
+        assert future.done()
+        with pytest.raises(SnapshotCancelledError):
+            future.result()
+    assert B.latest_checkpoint(tmp_path) is None
 
 
 def test_snapshot_is_snapshot_async_result(make_backend, clock, tmp_path):
