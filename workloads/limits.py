@@ -127,6 +127,13 @@ SINE_AMPLITUDE = Limit(MIN_SINE_AMPLITUDE, 1.0, "",
                        "or 0 for a constant rate; < 1 so the rate stays > 0", integer=False,
                        hi_open=True)
 WARMUP = Limit(0.0, 1.0, "", integer=False, hi_open=True)
+#: Checkpoints in flight per task (``[checkpoints] max_in_flight``): each holds a frozen view of
+#: the state (heap: copy-on-write of what the task changes meanwhile) until its asynchronous
+#: phase ends, so the queue is bounded.
+MAX_CHECKPOINTS_IN_FLIGHT = 64
+DEFAULT_CHECKPOINTS_IN_FLIGHT = 8
+CHECKPOINTS_IN_FLIGHT = Limit(1, MAX_CHECKPOINTS_IN_FLIGHT, "checkpoints",
+                              "each one in flight holds a frozen view of the state")
 TIME_SPEEDUP = Limit(MIN_TIME_SPEEDUP, MAX_TIME_SPEEDUP, "x wall-clock", integer=False)
 
 # The spec's [rocksdb] table: the same bounds as backends.rocksdb_options (a real buffer, small

@@ -56,6 +56,11 @@ Format (all sections; defaults in brackets)::
     [checkpoints]
     interval_ms = 0                    # logical-time checkpoint interval, 0 = none      [0]
     mode = "full"                      # full | incremental                             [full]
+    max_in_flight = 8                  # checkpoints in flight per task, 1..64             [8]
+    # every lane: a barrier runs its synchronous phase at once and queues its asynchronous
+    # phase behind the earlier ones on the task's one checkpoint thread; it waits only while
+    # max_in_flight are in flight (1: Flink's max-concurrent-checkpoints default, a barrier
+    # waits for the previous asynchronous phase; see workloads/run/checkpoints.py)
 
     [rocksdb]                          # optional; every RocksDB strategy alike   [RocksDB's]
     write_buffer_size = 262_144        # bytes per memtable                           [64 MiB]
@@ -285,10 +290,11 @@ class StateSpec:
 
 @dataclass(frozen=True)
 class CheckpointSpec:
-    """Checkpoint barriers in logical time (0 = no checkpoints)."""
+    """Checkpoint barriers in logical time (0 = no checkpoints) and how many may be in flight."""
 
     interval_ms: int = 0
     mode: str = "full"
+    max_in_flight: int = limits.DEFAULT_CHECKPOINTS_IN_FLIGHT
 
 
 ROCKSDB_COMPRESSIONS = ("none", "snappy", "lz4", "lz4hc", "zstd", "zlib", "bz2")
@@ -1009,6 +1015,8 @@ def _parse_checkpoints(t: _Table | None) -> CheckpointSpec:
     spec = CheckpointSpec(
         interval_ms=t.get_int("interval_ms", default=0, limit=limits.TIME_MS),
         mode=t.get_str("mode", default="full", choices=CHECKPOINT_MODES),
+        max_in_flight=t.get_int("max_in_flight", default=limits.DEFAULT_CHECKPOINTS_IN_FLIGHT,
+                                limit=limits.CHECKPOINTS_IN_FLIGHT),
     )
     t.finish()
     return spec

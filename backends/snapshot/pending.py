@@ -12,7 +12,8 @@ original traceback, whatever the asynchronous part raised; a failed snapshot nev
 the asynchronous part to stop before its next step (the backend's close() does); `result()` then
 raises SnapshotCancelledError.
 
-What the thread costs is measured inside it: wall ms from the end of the synchronous part to its
+What the thread costs is measured inside it: wall ms from when the thread starts it (after the
+synchronous part and after any snapshot queued before it; Flink's lane measures the same) to its
 own end (`stats.async_ms`), and its CPU time (`time.thread_time()`, `stats.async_cpu_ms`).
 `end_ns` is `time.perf_counter_ns()` when the asynchronous part ended, so a caller can tell which
 of its own work overlapped it.
@@ -56,9 +57,10 @@ class SnapshotFuture:
     # ----------------------------------------------------------------- running
     def start(self, body: AsyncPart, sync_end: float,
               executor: concurrent.futures.Executor | None = None) -> None:
-        """Run `body` on `executor` (the backend's single snapshot thread), or on a new thread;
-        `sync_end` is time.perf_counter() at the end of the synchronous part (where async_ms
-        starts). Handing work to a waiting thread returns at once; starting a thread waits
+        """Run `body` on `executor` (the backend's single snapshot thread, behind the snapshots
+        queued there), or on a new thread; `sync_end` is time.perf_counter() at the end of the
+        synchronous part (async_ms starts there or when the thread starts `body`, if later).
+        Handing work to a waiting thread returns at once; starting a thread waits
         until it runs, and the new thread then holds the GIL for up to a switch interval
         (5 ms) before the caller gets it back."""
         self._future.set_running_or_notify_cancel()
@@ -71,6 +73,7 @@ class SnapshotFuture:
         self._thread.start()
 
     def _run(self, body: AsyncPart, sync_end: float) -> None:
+        sync_end = max(sync_end, time.perf_counter())  # queued: from when the thread starts it
         cpu_start = time.thread_time()
         try:
             handle = body(self._check_cancelled)

@@ -139,6 +139,7 @@ def documents(draw: Any) -> dict[str, Any]:
     doc["state"] = state
     checkpoints: dict[str, Any] = {}
     pick.maybe(checkpoints, "interval_ms", st.integers(0, 1000), ints)
+    pick.maybe(checkpoints, "max_in_flight", st.integers(1, 64), numbers)
     doc["checkpoints"] = checkpoints
     return doc
 
@@ -196,6 +197,7 @@ def test_a_spec_is_refused_cleanly_or_plans_a_run_that_ends(doc: dict[str, Any])
             assert "None" not in message.split(":", 1)[0]
             return
         assert spec.time is not None
+        assert 1 <= spec.checkpoints.max_in_flight <= limits.MAX_CHECKPOINTS_IN_FLIGHT
         events = planned_events(spec.time)
         assert 1 <= events <= limits.MAX_EVENTS
         timeline = Timeline(spec.time)

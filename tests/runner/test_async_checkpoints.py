@@ -1,6 +1,8 @@
-"""KeyedOperator in Flink's checkpoint model (issue 15 item 1): the asynchronous phase is not the
-task's busy time, a barrier waits for the previous one (busy time), and every per-checkpoint and
-per-task checkpoint row is there with job totals by the schema's rules."""
+"""KeyedOperator in the engines' checkpoint model (issue 15 item 1) with a queue: the asynchronous
+phases are not the task's busy time, a barrier waits (busy time) only when the spec's
+``[checkpoints] max_in_flight`` checkpoints are in flight (1: for the previous one), every
+checkpoint completes with its rows in id order, and the per-task checkpoint rows have job totals
+by the schema's rules."""
 
 from __future__ import annotations
 
@@ -45,12 +47,20 @@ def slow_writes(monkeypatch):
     monkeypatch.setattr(writer_mod, "write_file", slow)
 
 
+STATES = 5  # one file per keyed state, each SLOW_WRITE_S late
+
+
+def _ids_in_row_order(rows, metric: str, scen: str) -> list[int]:
+    return [r["step"] for r in rows.to_pylist()
+            if r["scenario"] == scen and r["metric"] == metric and r["task"] == 0]
+
+
 @pytest.mark.parametrize("backend", ["heap", "rocksdb"])
-def test_async_phase_is_not_busy_time_but_a_barrier_waits_for_it(backend, slow_writes,
-                                                                  tmp_path):
+def test_with_max_in_flight_1_a_barrier_waits_for_the_previous_async_phase(
+        backend, slow_writes, tmp_path):
     # 12 000 records over 2.4 logical s, checkpoints at 0.7, 1.4 and 2.1 s: the task reaches
     # each barrier long before the previous checkpoint's slow asynchronous phase ends
-    spec = mixed_spec()
+    spec = mixed_spec().with_overrides(checkpoints__max_in_flight=1)
     out = _run(spec, tmp_path, backends=(backend,), strategies=("none",))
     scen = f"mixed/{backend}/none"
     rows = out.rows
@@ -58,10 +68,9 @@ def test_async_phase_is_not_busy_time_but_a_barrier_waits_for_it(backend, slow_w
     wait_ms = _task_values(rows, "checkpoint_wait_ms", scen)
     sync_ms = _task_values(rows, "checkpoint_sync_ms", scen)
     assert sorted(async_ms) == [1, 2, 3]
-    states = 5  # one file per keyed state, each SLOW_WRITE_S late
-    assert all(v >= states * SLOW_WRITE_S * 1e3 for v in async_ms.values())
+    assert all(v >= STATES * SLOW_WRITE_S * 1e3 for v in async_ms.values())
     assert wait_ms[1] == 0.0  # nothing in flight before the first barrier
-    assert wait_ms[2] > 0.5 * states * SLOW_WRITE_S * 1e3  # busy: the task could not go on
+    assert wait_ms[2] > 0.5 * STATES * SLOW_WRITE_S * 1e3  # busy: the task could not go on
     assert all(s < 1_000 for s in sync_ms.values())
     # busy time = loop + sync + waits: the last asynchronous phase (waited for at the end of
     # input) is not in it, the waits at barriers 2 and 3 are
@@ -75,6 +84,47 @@ def test_async_phase_is_not_busy_time_but_a_barrier_waits_for_it(backend, slow_w
     assert _task_values(rows, "checkpoint_async_cpu_s", scen)[0] > 0
     during = _task_values(rows, "records_per_s_during_async", scen)
     assert during and during[0] > 0  # records were processed while a phase ran
+
+
+@pytest.mark.parametrize("backend", ["heap", "rocksdb"])
+def test_with_the_default_queue_no_barrier_waits_and_every_checkpoint_completes(
+        backend, slow_writes, tmp_path):
+    """max_in_flight 8 (the default): the three slow asynchronous phases queue behind each
+    other, no barrier waits, none of them is busy time, and each checkpoint's rows come once
+    it completed, in id order; the checkpoints are complete and hold the barrier's state."""
+    spec = mixed_spec()
+    assert spec.checkpoints.max_in_flight == 8
+    out = _run(spec, tmp_path, backends=(backend,), strategies=("none",))
+    scen = f"mixed/{backend}/none"
+    rows = out.rows
+    async_ms = _task_values(rows, "checkpoint_async_ms", scen)
+    wait_ms = _task_values(rows, "checkpoint_wait_ms", scen)
+    for metric in CHECKPOINT_METRICS + CHECKPOINT_PHASE_METRICS + CHECKPOINT_ASYNC_METRICS:
+        assert _ids_in_row_order(rows, metric, scen) == [1, 2, 3], metric
+    assert wait_ms == {1: 0.0, 2: 0.0, 3: 0.0}
+    # measured on the thread from when it starts a phase: queue time excluded
+    assert all(v >= STATES * SLOW_WRITE_S * 1e3 for v in async_ms.values())
+    records = _task_values(rows, "records", scen)[0]
+    rate = _task_values(rows, "records_per_s", scen)[0]
+    busy_s = 0.9 * records / rate
+    assert busy_s < sum(async_ms.values()) / 1e3 / 2  # the queued phases are not busy time
+    assert _task_values(rows, "checkpoint_sync_share", scen)[0] < 0.5
+    assert _task_values(rows, "records_per_s_during_async", scen)[0] > 0
+    folders = sorted((tmp_path / "ckpt").rglob("chk-*"))
+    assert [f.name for f in folders] == ["chk-1", "chk-2", "chk-3"]
+    assert all((f / "_metadata").exists() for f in folders)
+
+
+def test_a_barrier_waits_only_when_max_in_flight_are_in_flight(slow_writes, tmp_path):
+    """max_in_flight 2: barrier 2 finds one in flight and goes on, barrier 3 finds two and
+    waits for the oldest."""
+    spec = mixed_spec().with_overrides(checkpoints__max_in_flight=2)
+    out = _run(spec, tmp_path, backends=("heap",), strategies=("none",))
+    scen = "mixed/heap/none"
+    wait_ms = _task_values(out.rows, "checkpoint_wait_ms", scen)
+    assert wait_ms[1] == wait_ms[2] == 0.0
+    assert wait_ms[3] > 0.5 * STATES * SLOW_WRITE_S * 1e3
+    assert _ids_in_row_order(out.rows, "checkpoint_bytes", scen) == [1, 2, 3]
 
 
 def test_checkpoint_rows_and_job_totals(tmp_path):

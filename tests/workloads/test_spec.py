@@ -96,6 +96,8 @@ def test_defaults_are_filled_in() -> None:
     assert spec.state.strategies == ("none",) and spec.state.ttl_ms is None
     assert spec.state.map_keys == 10
     assert spec.checkpoints.interval_ms == 0 and spec.checkpoints.mode == "full"
+    assert spec.checkpoints.max_in_flight == 8  # a queue of asynchronous phases, every lane
+    assert spec.to_dict()["checkpoints"]["max_in_flight"] == 8  # run.json records it
     assert spec.values.type == "long" and spec.values.size.bytes == 8
     assert spec.time.start_ms == 0 and spec.time.max_out_of_orderness_ms == 0
     assert spec.source.kind == "generator"
@@ -198,6 +200,14 @@ BAD_SPECS = [
     ("source kind", with_change("source", {"kind": "kafka"}), "source.kind", "unknown kind"),
     ("map keys", with_change("state.map_keys", 0), "state.map_keys",
      "must be in 1..2147483647 map keys"),
+    ("no checkpoint in flight", with_change("checkpoints.max_in_flight", 0),
+     "checkpoints.max_in_flight", "must be in 1..64 checkpoints"),
+    ("too many checkpoints in flight", with_change("checkpoints.max_in_flight", 65),
+     "checkpoints.max_in_flight", "must be in 1..64 checkpoints"),
+    ("checkpoints in flight not an int", with_change("checkpoints.max_in_flight", 2.5),
+     "checkpoints.max_in_flight", "expected an integer"),
+    ("checkpoints in flight a bool", with_change("checkpoints.max_in_flight", True),
+     "checkpoints.max_in_flight", "expected an integer"),
 ]
 
 
@@ -337,3 +347,21 @@ def test_an_exclusive_bound_without_upper_end_is_worded_plainly() -> None:
 def test_duration_derived_event_count_is_bounded() -> None:
     with pytest.raises(SpecError, match=r"^time\.duration_ms: .* makes 100000000000 events"):
         parse_spec({**base(), "time": {"rate": 1_000_000, "duration_ms": 100_000_000}})
+
+
+def test_max_in_flight_reaches_every_lanes_operator_config() -> None:
+    """``[checkpoints] max_in_flight`` is parsed, round-trips, and is what the operator config
+    of every lane carries (KeyedOperator's pipeline and the Flink lane's EV_CHECKPOINT)."""
+    from workloads.run.plan import DataFacts, RunConfig, Scenario, operator_config
+
+    data = base()
+    data["checkpoints"]["max_in_flight"] = 3
+    spec = parse_spec(data)
+    assert spec.checkpoints.max_in_flight == 3
+    assert parse_spec(spec.to_dict()) == spec
+    assert spec.with_overrides(checkpoints__max_in_flight=1).checkpoints.max_in_flight == 1
+    facts = DataFacts(start_ms=0, end_ms=1_000, task_counts=((0, 10),))
+    cfg = RunConfig(spec, run_id="t")
+    for backend in ("heap", "rocksdb", "flink-heap", "flink-rocksdb"):
+        op = operator_config(cfg, Scenario(backend, "none"), 0, facts)
+        assert op.checkpoint_max_in_flight == 3

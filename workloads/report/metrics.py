@@ -130,7 +130,7 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec("checkpoint_upload_ms", "upload duration", "ms", "checkpoint", -1),
     MetricSpec("checkpoint_total_ms", "total duration", "ms", "checkpoint", -1),
     MetricSpec("checkpoint_async_cpu_ms", "async CPU", "ms", "checkpoint", -1),
-    MetricSpec("checkpoint_wait_ms", "wait for the previous async phase", "ms", "checkpoint", -1),
+    MetricSpec("checkpoint_wait_ms", "wait for a checkpoint slot", "ms", "checkpoint", -1),
     MetricSpec("restore_ms", "restore", "ms", "checkpoint", -1),
     # the engines' checkpoint model (issue 15): per task and repetition
     MetricSpec("checkpoint_sync_share", "share of task time in sync phases and waits", "share",

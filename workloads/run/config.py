@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 
 from backends.keygroups import DEFAULT_MAX_PARALLELISM
+from workloads.limits import DEFAULT_CHECKPOINTS_IN_FLIGHT
 from workloads.ops import StateType
 from workloads.run.metrics import ScenarioId
 
@@ -54,6 +55,8 @@ class OperatorConfig:
     sample_interval_ms: int
     checkpoint_interval_ms: int = 0
     checkpoint_mode: str = "full"
+    #: checkpoints in flight per task (the spec's ``[checkpoints] max_in_flight``), every lane
+    checkpoint_max_in_flight: int = DEFAULT_CHECKPOINTS_IN_FLIGHT
     checkpoint_root: str | None = None
     parallelism: int = 1
     max_parallelism: int = DEFAULT_MAX_PARALLELISM

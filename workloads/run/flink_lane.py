@@ -15,25 +15,27 @@ barriers as :class:`workloads.run.operator.KeyedOperator`:
 * Barriers: checkpoints (Flink's own ``snapshot()``) and samples at the same logical times,
   cut into the same event ranges; a sample counts what Flink physically holds (live vs expired
   by each unit's TTL timestamp at the barrier time) without touching TTL.
-* Checkpoints follow Flink's model (issue 15): at a checkpoint barrier the task thread waits
-  for the previous checkpoint's asynchronous phase if it still runs (at most one concurrent
-  checkpoint, Flink's default), runs the synchronous phase (Flink's ``snapshot()``, which
-  returns the asynchronous phase as a RunnableFuture) and hands that future to a checkpoint
-  thread of the worker (one daemon thread per backend, as a TaskManager's async snapshot
-  thread), then goes on with its records while it runs, really concurrently, competing for the
-  CPU. The task completes the checkpoint (``notifyCheckpointComplete``) at its first record
-  after the asynchronous phase finished; at the end of input it waits for the last one (not
-  busy time). One deviation from Flink: the checkpoint thread reads the TTL clock the task had
-  at the barrier (Flink's full-snapshot TTL transformer reads its TtlTimeProvider while it
-  writes), so full_snapshot checkpoint sizes stay exact under the logical clock. With
-  ``STATEBENCH_FLINK_MAX_CONCURRENT_CHECKPOINTS`` = n > 1 (Flink's
-  max-concurrent-checkpoints) a barrier waits only while n checkpoints are in flight: its
-  synchronous phase runs at the barrier and its asynchronous phase queues behind the earlier
-  ones on the one checkpoint thread. Why it exists: Flink's task never waits for an
-  asynchronous phase (its coordinator delays the next trigger instead, which under a logical
-  clock would make checkpoint contents timing-dependent). Where barriers come faster than the
+* Checkpoints follow the engines' model with a queue (issue 15; the same setting and rules as
+  statebench's lanes, ``workloads/run/checkpoints.py``): at a checkpoint barrier the task thread
+  runs the synchronous phase (Flink's ``snapshot()``, which returns the asynchronous phase as a
+  RunnableFuture) and queues that future on a checkpoint thread of the worker (one daemon
+  thread per backend, as a TaskManager's async snapshot thread, running them in order), then
+  goes on with its records while it runs, really concurrently, competing for the CPU. It waits
+  first only while the spec's ``[checkpoints] max_in_flight`` checkpoints are in flight (sent
+  with every EV_CHECKPOINT; 1 is Flink's max-concurrent-checkpoints default: a barrier waits for
+  the previous asynchronous phase). Why a queue: Flink's task never waits for an asynchronous
+  phase; its coordinator delays the next trigger instead, which under a logical clock would make
+  checkpoint contents timing-dependent. statebench keeps every logical barrier and queues the
+  asynchronous phases where Flink would delay the trigger (more asynchronous work than Flink
+  would do, never less). With ``max_in_flight = 1``, where barriers come faster than the
   asynchronous phase ends (the shipped specs: a heap task meets one every few ms of its time),
-  the waits of the default put most of that phase back into busy time.
+  the waits put most of that phase back into busy time, and the lane no longer matches a real
+  Flink job's cost of checkpoints (tests/flink/test_real_job.py). The task completes a checkpoint
+  (``notifyCheckpointComplete``) at its first record after its asynchronous phase finished; at
+  the end of input it waits for all of them (not busy time). One deviation from Flink: the
+  checkpoint thread reads the TTL clock the task had at the barrier (Flink's full-snapshot TTL
+  transformer reads its TtlTimeProvider while it writes), so full_snapshot checkpoint sizes
+  stay exact under the logical clock.
 * Throughput: post-warm-up records over busy time = the Java loop's nanoseconds (one
   ``System.nanoTime()`` per record, the same log-linear latency buckets), the Python column
   encoding, the synchronous phases and the barrier waits; never the asynchronous phase (its
@@ -151,26 +153,6 @@ def warmup_events(kind: str) -> int:
     return n if kind == "heap" else n // 4
 
 
-#: Checkpoints whose asynchronous phase may run or wait at once (Flink's
-#: execution.checkpointing.max-concurrent-checkpoints, default 1: a barrier waits for the
-#: previous checkpoint's asynchronous phase), unless the environment variable below says more:
-#: then a barrier's synchronous phase runs at once and its asynchronous phase queues behind the
-#: earlier ones on the checkpoint thread (see the module docstring).
-MAX_CONCURRENT_CHECKPOINTS = 1
-MAX_CONCURRENT_ENV = "STATEBENCH_FLINK_MAX_CONCURRENT_CHECKPOINTS"
-
-
-def max_concurrent_checkpoints() -> int:
-    text = os.environ.get(MAX_CONCURRENT_ENV)
-    try:
-        n = MAX_CONCURRENT_CHECKPOINTS if text is None else int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise ValueError(f"{MAX_CONCURRENT_ENV}={text!r}: expected a number of checkpoints >= 1")
-    return n
-
-
 def _warm_up(worker: FlinkWorker, spec: events.LaneSpec, kind: str, ttl_ms: int | None) -> None:
     """JIT warm-up, as JMH's warm-up iterations: a new JVM interprets Flink's code until the
     JIT compiles it, so the first task of a JVM kept for later tasks would run slower than the
@@ -263,9 +245,9 @@ class FlinkLaneOperator:
         self._warm_left = int(counts.get(task, 0) * cfg.warmup_fraction)
         self._python_ns = 0.0  # column encoding after the warm-up (pro rata per batch)
         self._sync_ns = 0.0  # synchronous phases after the warm-up (busy time)
-        self._wait_ns = 0.0  # barrier waits for the previous async phase after it (busy time)
+        self._wait_ns = 0.0  # barrier waits (max_in_flight in flight) after it (busy time)
         self._checkpoints: dict[int, tuple[Barrier, bool]] = {}  # id -> barrier, after warm-up
-        self._max_in_flight = max_concurrent_checkpoints()
+        self._max_in_flight = cfg.checkpoint_max_in_flight  # the spec's, as every lane
         self._state_ops = 0
         self._last_ts = -INFINITY
         self._uses_map = "map" in cfg.state_types

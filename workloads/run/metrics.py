@@ -42,16 +42,21 @@ Rows a run writes (per task, and task=-1 job totals added by :func:`finalize_row
   a shallow copy of each state's dict with copy-on-write of list and map containers, RocksDB: an
   iterator per state, or flush + hard-linked checkpoint), ``checkpoint_async_ms`` (wall ms of the
   asynchronous phase on its own thread, concurrent with the record loop: TTL filtering,
-  encoding, compression, writing and the metadata commit), ``checkpoint_upload_ms`` (the same
+  encoding, compression, writing and the metadata commit; from when the thread starts it, time
+  queued behind earlier checkpoints excluded), ``checkpoint_upload_ms`` (the same
   as async on a local-disk target, where writing is the upload; kept apart for remote targets),
   ``checkpoint_total_ms`` (sync + async), ``checkpoint_async_cpu_ms`` (CPU ms of the
   asynchronous thread, ``time.thread_time()`` inside it), ``checkpoint_wait_ms`` (ms the task
-  waited at this barrier for the previous checkpoint's asynchronous phase: busy time), and
+  waited at this barrier because ``[checkpoints] max_in_flight`` checkpoints were in flight,
+  for the oldest one's asynchronous phase: busy time; 0 while the queue has room. Flink's task
+  never waits: its coordinator delays the next trigger instead; statebench keeps every barrier
+  and queues the asynchronous phases, see ``workloads.run.checkpoints``), and
   ``restore_ms`` (ms) for the last checkpoint.
 * per task and repetition, summary rows when the run checkpoints (CHECKPOINT_SUMMARY_METRICS):
   ``checkpoint_sync_share`` (share: (sync + wait) / busy time after the warm-up; the job total is
   the tasks' maximum), ``records_per_s_during_async`` and ``records_per_s_outside_async``
-  (records/s of the state loop while an asynchronous phase ran beside it and while none did:
+  (records/s of the state loop while an asynchronous phase ran beside it, any checkpoint in
+  flight, and while none did:
   what concurrency costs the task, the GIL included; no row when no record fell there; totals
   summed), ``checkpoint_async_cpu_s`` (s, summed over checkpoints; the total is the sum).
 * ``not_applicable`` (value 1, unit "flag", task -1) for a strategy reported, not run.
@@ -131,8 +136,8 @@ CHECKPOINT_METRICS = (
 #: async on a local target).
 CHECKPOINT_PHASE_METRICS = ("checkpoint_async_ms", "checkpoint_upload_ms")
 #: Per checkpoint, the engines' checkpoint model (issue 15): CPU seconds the asynchronous phase's
-#: own thread used (ms), and how long the task thread waited at this barrier for the previous
-#: checkpoint's asynchronous phase to finish (ms, busy time: the task could not go on).
+#: own thread used (ms), and how long the task thread waited at this barrier because
+#: max_in_flight checkpoints were in flight (ms, busy time: the task could not go on).
 CHECKPOINT_ASYNC_METRICS = ("checkpoint_async_cpu_ms", "checkpoint_wait_ms")
 #: Per task and repetition (summary rows): the share of busy time spent in synchronous phases
 #: and barrier waits, the task's rate while an asynchronous phase ran beside it and while none

@@ -26,13 +26,19 @@ task takes the same set) and metric samples every ``sample_interval_ms`` (step `
 or after the end, fired at end of input). Samples are measurement and their time is excluded from
 throughput; checkpoints are part of the system under test.
 
-Checkpoints follow Flink's model (``checkpoints.CheckpointPipeline``): at a barrier the task
-first waits for the previous checkpoint's asynchronous phase (``checkpoint_wait_ms``; Flink runs
-one checkpoint at a time), then runs the synchronous phase (``checkpoint_sync_ms``: the heap's
-dict copies, RocksDB's iterators or flush + hard links), and goes on processing records while the
-asynchronous phase (encoding, writing, commit) runs on its own thread. The checkpoint's rows are
-emitted when that phase has finished (with the barrier's step and time); at the end of input the
-task waits for the last one, which is not busy time, before its summary rows and the restore.
+Checkpoints follow the engines' model with a queue (``checkpoints.CheckpointPipeline``): at a
+barrier the task runs the synchronous phase (``checkpoint_sync_ms``: the heap's dict copies,
+RocksDB's iterators or flush + hard links) and goes on processing records while the asynchronous
+phase (encoding, writing, commit) queues behind the earlier ones on the backend's one snapshot
+thread. It waits first only when the spec's ``[checkpoints] max_in_flight`` checkpoints are in
+flight (``checkpoint_wait_ms``, for the oldest). Flink's task never waits for an asynchronous
+phase (its coordinator delays the next trigger instead); statebench keeps every logical barrier,
+so checkpoint contents stay exact, and queues the asynchronous phases where Flink would delay the
+trigger: it may do more asynchronous work than Flink would, never less (``max_in_flight = 1``:
+every barrier waits for the previous asynchronous phase). Each checkpoint's rows are emitted
+when its asynchronous phase has finished, in id order (with the barrier's step and time); at the
+end of input the task waits for all of them, which is not busy time, before its summary rows and
+the restore.
 
 Throughput (``records_per_s``) is per task: records after the warm-up (the first
 ``warmup_fraction`` of the task's records) over the busy time spent on them: converting input
@@ -41,7 +47,9 @@ batches, the state loop, the synchronous checkpoint phases and barrier waits. Wa
 thread) and the final restore are not busy time. What the asynchronous thread costs the task
 (CPU, and the GIL wherever it runs Python code) shows in the state loop's rate while it runs:
 ``records_per_s_during_async`` against ``records_per_s_outside_async`` (loop records over loop
-busy time; a chunk of records that straddles the end of a phase is split in proportion to time).
+busy time; "during" is while any checkpoint is in flight, i.e. the snapshot thread is busy with
+one of the queued phases; a chunk of records that straddles the end of the last one is split in
+proportion to time).
 ``checkpoint_sync_share`` is (sync + wait) / busy time, ``checkpoint_async_cpu_s`` the
 asynchronous threads' CPU. Series, checkpoint and restore rows come from repetition 0 only;
 later repetitions take no samples and measure throughput and latency.
@@ -344,7 +352,8 @@ class KeyedOperator:
         self._last_checkpoint: tuple[Any, int, int] | None = None  # (handle, id, barrier ms)
         target = self._checkpoint_target()
         self._ckpt = (None if target is None
-                      else ck.CheckpointPipeline(self.backend, target, cfg.checkpoint_mode))
+                      else ck.CheckpointPipeline(self.backend, target, cfg.checkpoint_mode,
+                                                 cfg.checkpoint_max_in_flight))
 
     # ------------------------------------------------------------------ setup
     def _open_backend(self) -> Any:
@@ -364,10 +373,10 @@ class KeyedOperator:
         return ck.task_attempt_dir(self.cfg, self.task, self.attempt_id)
 
     def _async_end_ns(self) -> float | None:
-        """When the in-flight asynchronous checkpoint phase ended (math.inf: still running;
+        """When the in-flight asynchronous checkpoint phases ended (math.inf: one still runs;
         None: none in flight)."""
         pipeline = self._ckpt
-        if pipeline is None or pipeline.pending is None:
+        if pipeline is None or not pipeline.pending:
             return None
         end = pipeline.async_end_ns()
         return math.inf if end is None else end
@@ -444,8 +453,9 @@ class KeyedOperator:
                 tp.post_ns += busy
                 if self._ckpt is not None:
                     tp.split_async(t1 - busy, t1, count - skip, busy, self._async_end_ns())
-        if self._ckpt is not None and self._ckpt.pending is not None:
-            self._checkpoint_completed(self._ckpt.poll())
+        if self._ckpt is not None and self._ckpt.pending:
+            for done in self._ckpt.poll():
+                self._checkpoint_completed(done)
         tp.warm_left -= skip
         tp.post_records += count - skip
         tp.records += count
@@ -464,12 +474,13 @@ class KeyedOperator:
             self._sample(barrier)
 
     def _checkpoint(self, barrier: Barrier) -> None:
-        """A checkpoint barrier: wait for the previous asynchronous phase, run the synchronous
-        phase (both busy time), and leave the asynchronous phase running."""
+        """A checkpoint barrier: wait if max_in_flight checkpoints are in flight, run the
+        synchronous phase (both busy time), and leave the asynchronous phase queued."""
         pipeline = self._ckpt
         assert pipeline is not None
-        wait_ms, done = pipeline.wait_previous()
-        self._checkpoint_completed(done)
+        wait_ms, completed = pipeline.wait_for_slot()
+        for done in completed:
+            self._checkpoint_completed(done)
         sync_ms = pipeline.start(barrier.index, barrier.time_ms, wait_ms)
         if self.tp.warm_left <= 0:
             busy = (wait_ms + sync_ms) * 1e6
@@ -538,8 +549,9 @@ class KeyedOperator:
         """Fire the remaining barriers, emit the summary rows, restore once, close."""
         while self._bi < len(self._barriers):
             self._fire_barrier()
-        if self._ckpt is not None:  # the last asynchronous phase: waited for, not busy time
-            self._checkpoint_completed(self._ckpt.wait_previous()[1])
+        if self._ckpt is not None:  # the phases still in flight: waited for, not busy time
+            for done in self._ckpt.wait_all():
+                self._checkpoint_completed(done)
         cfg, task, rep = self.cfg, self.task, self.cfg.repetition
         add = self.rows.add
         tp = self.tp
@@ -599,7 +611,7 @@ class KeyedOperator:
         backend = self.backend
         self.backend = None
         self._loop = None
-        self._ckpt = None  # the backend's close() cancels and waits for a checkpoint in flight
+        self._ckpt = None  # the backend's close() cancels and waits for the checkpoints in flight
         if backend is not None:
             backend.close()
             if backend.kind == "rocksdb":

@@ -282,6 +282,7 @@ def operator_config(
         sample_interval_ms=sample,
         checkpoint_interval_ms=spec.checkpoints.interval_ms,
         checkpoint_mode=spec.checkpoints.mode,
+        checkpoint_max_in_flight=spec.checkpoints.max_in_flight,
         checkpoint_root=cfg.checkpoint_root,
         parallelism=cfg.parallelism,
         max_parallelism=cfg.max_parallelism,
