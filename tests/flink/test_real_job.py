@@ -145,6 +145,6 @@ def test_the_job_gets_the_lanes_ttl_and_checkpoint_settings(
     assert args["--ttl-ms"] == "1000" and args["--flags"] == str(flags)
     assert args["--query-time"] == str(query)
     assert args["--incremental"] == str(incremental).lower()  # the spec's mode, RocksDB only
-    assert args["--checkpoint-interval-ms"] == "1500"  # the spec's interval, as wall ms
+    assert args["--checkpoint-interval-ms"] == str(spec.checkpoints.interval_ms)  # as wall ms
     assert args["--state-mask"] == "7" and args["--value-type"] == "2"  # value, list, map; str
     assert args["--warmup-records"] == str(int(facts.events * 0.1))
