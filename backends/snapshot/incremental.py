@@ -52,7 +52,7 @@ from backends.rocksdb_dbs import DB_LABEL, MAIN_DB, CheckpointLayout, Checkpoint
 from backends.snapshot.fsio import Location, ReadCounter
 from backends.snapshot.handle import RestoreStats, SnapshotHandle, SnapshotStats
 from backends.snapshot.latest import complete_checkpoints
-from backends.snapshot.metadata import METADATA_NAME, commit_metadata
+from backends.snapshot.metadata import METADATA_NAME
 from backends.snapshot.opened import (
     OpenSnapshot,
     checked_file_name,
@@ -60,7 +60,7 @@ from backends.snapshot.opened import (
     file_in,
     wanted_key_groups,
 )
-from backends.snapshot.parts import discard_partial, snapshot_body, write_operator_states
+from backends.snapshot.parts import commit_snapshot, discard_partial, snapshot_body
 from backends.snapshot.specs import spec_from_json, spec_to_json
 
 SHARED_DIR = "shared"
@@ -128,12 +128,8 @@ def incremental_sync_part(backend: Any, checkpoint_id: int, target: Location,
             for label in local.dbs:
                 check_cancelled()
                 dbs_meta[label] = _upload_db(work / label, label, snap, shared, registry, stats)
-            op_meta, stats.operator_state_bytes = write_operator_states(snap, op_data)
-            body.update({"states": states_meta, "dbs": dbs_meta, "operator_states": op_meta})
-            snap.fsync()
-            shared.fsync()
-            check_cancelled()
-            stats.metadata_bytes = commit_metadata(snap, body)
+            body.update({"states": states_meta, "dbs": dbs_meta})
+            commit_snapshot(snap, body, op_data, stats, check_cancelled, shared)
         except BaseException:
             discard_partial(snap)
             raise
@@ -142,7 +138,7 @@ def incremental_sync_part(backend: Any, checkpoint_id: int, target: Location,
         extra = stats.operator_state_bytes + stats.metadata_bytes
         stats.total_bytes += extra
         stats.uploaded_bytes += extra
-        stats.files += len(op_meta) + 1
+        stats.files += len(body["operator_states"]) + 1
         apply_retention(target, retained_checkpoints, registry)
         return SnapshotHandle(str(snap), checkpoint_id, "incremental", stats)
 

@@ -13,7 +13,7 @@ from backends.snapshot import operator_state as ops
 from backends.snapshot.arrowfile import write_file
 from backends.snapshot.fsio import Location
 from backends.snapshot.latest import checkpoint_dir_name, clean_up_incomplete
-from backends.snapshot.metadata import is_complete
+from backends.snapshot.metadata import commit_metadata, is_complete
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -81,3 +81,16 @@ def write_operator_states(snap: Location, data: list[ops.OperatorStateData]
         meta.append(item)
         total += layout.size
     return meta, total
+
+
+def commit_snapshot(snap: Location, body: dict[str, Any], op_data: list[ops.OperatorStateData],
+                    stats: Any, check_cancelled: Any, *also_durable: Location) -> None:
+    """The end every snapshot mode shares: its operator-state files, its data files' directory
+    entries made durable (and those of ``also_durable``, e.g. the shared SST folder) before the
+    commit, a last cancellation check, then ``_metadata`` committed last."""
+    body["operator_states"], stats.operator_state_bytes = write_operator_states(snap, op_data)
+    snap.fsync()
+    for folder in also_durable:
+        folder.fsync()
+    check_cancelled()
+    stats.metadata_bytes = commit_metadata(snap, body)

@@ -51,13 +51,12 @@ from backends.snapshot.format import EncodedState, encode_containers, segments
 from backends.snapshot.fsio import Location
 from backends.snapshot.handle import SnapshotHandle, SnapshotStats
 from backends.snapshot.incremental import incremental_sync_part
-from backends.snapshot.metadata import commit_metadata
 from backends.snapshot.parts import (
+    commit_snapshot,
     discard_partial,
     prepare_snapshot_dir,
     safe_file_part,
     snapshot_body,
-    write_operator_states,
 )
 from backends.snapshot.pending import AsyncPart, SnapshotFuture
 from backends.snapshot.specs import spec_to_json
@@ -155,12 +154,8 @@ def full_sync_part(backend: Any, checkpoint_id: int, snap: Location, stats: Snap
                                     segments(enc, MAX_SEGMENT_ROWS, MAX_SEGMENTS))
                 states_meta.append(state_entry(spec, file, enc.encodings, layout, enc.keys))
                 stats.bytes_per_state[spec.name] = layout.size
-            op_meta, stats.operator_state_bytes = write_operator_states(snap, op_data)
             body["states"] = states_meta
-            body["operator_states"] = op_meta
-            snap.fsync()  # the data files' directory entries are durable before the commit
-            check_cancelled()
-            stats.metadata_bytes = commit_metadata(snap, body)
+            commit_snapshot(snap, body, op_data, stats, check_cancelled)
         except BaseException:
             discard_partial(snap)
             raise
@@ -170,7 +165,7 @@ def full_sync_part(backend: Any, checkpoint_id: int, snap: Location, stats: Snap
         stats.total_bytes = (sum(stats.bytes_per_state.values()) + stats.operator_state_bytes
                              + stats.metadata_bytes)
         stats.uploaded_bytes = stats.total_bytes
-        stats.files = len(states_meta) + len(op_meta) + 1
+        stats.files = len(states_meta) + len(body["operator_states"]) + 1
         return SnapshotHandle(str(snap), checkpoint_id, "full", stats)
 
     return write
