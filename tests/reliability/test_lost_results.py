@@ -167,6 +167,7 @@ def _spec_named(folder: Path, name: str) -> Path:
     text = _shipped("ycsb-a")
     lines = [f"name = {json.dumps(name)}" if line.startswith("name =")
              else "rate = 1_000" if line.startswith("rate =")  # checkpoints within few events
+             else "interval_ms = 1_000" if line.startswith("interval_ms =")
              else line for line in text.splitlines()]
     path = folder / "spec.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -121,7 +121,8 @@ def test_a_killed_workers_folder_is_swept(tmp_path: Path, cache: Path) -> None:
                           timeout=120)
     assert "up" in done.stdout, done.stderr
     left = [p for p in tmp.iterdir() if p.name.startswith("statebench-flink-")]
-    assert len(left) == 1  # what a Spark run left before, untagged and never swept
+    # what a Spark run left before, untagged and never swept
+    assert len(left) == 1, (sorted(p.name for p in tmp.iterdir()), done.stderr[-2000:])
     assert tempdirs.sweep([tmp]) == [str(left[0])]
 
 
