@@ -116,7 +116,10 @@ def test_a_killed_workers_folder_is_swept(tmp_path: Path, cache: Path) -> None:
     tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(tmp), "STATEBENCH_CACHE": str(cache)}
     code = ("import os, signal; from backends.flink import FlinkWorker; "
-            "w = FlinkWorker('heap'); print('up', flush=True); os.kill(os.getpid(), signal.SIGHUP)")
+            "w = FlinkWorker('heap'); print('up', flush=True); "
+            # SIGHUP as pyspark sends it, whatever mask or disposition the test process had
+            "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP}); "
+            "signal.signal(signal.SIGHUP, signal.SIG_DFL); os.kill(os.getpid(), signal.SIGHUP)")
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=120)
     assert "up" in done.stdout, done.stderr
