@@ -14,6 +14,7 @@ import copy
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,6 +60,15 @@ def gate(monkeypatch):
 
 def files_of(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(Path(folder).iterdir())}
+
+
+def restored_dump(kind: str, handle: Any, clock: B.ManualClock, path: Path) -> Any:
+    """What a backend restored from ``handle`` holds (raw_dump), the backend closed again."""
+    restored = B.restore_backend(kind, [handle], clock=clock, path=path)
+    try:
+        return raw_dump(restored)
+    finally:
+        restored.close()
 
 
 def mutate_everything(backend: B.KeyedStateBackend, descs: dict, clock: B.ManualClock) -> None:
@@ -116,12 +126,8 @@ def test_async_full_snapshot_is_the_state_at_the_barrier(kind, make_backend, clo
     assert backend.cleanup_counts()["l"]["full_snapshot"] > 0
     restored = B.restore_backend(kind, [handle], clock=clock, path=tmp_path / "restored")
     try:
-        ref_restored = B.restore_backend(kind, [reference], clock=clock,
-                                         path=tmp_path / "ref-restored")
-        try:
-            assert raw_dump(restored) == raw_dump(ref_restored)
-        finally:
-            ref_restored.close()
+        assert raw_dump(restored) == restored_dump(kind, reference, clock,
+                                                   tmp_path / "ref-restored")
     finally:
         restored.close()
 
@@ -309,12 +315,8 @@ def test_two_snapshots_in_flight_are_each_the_state_at_their_barrier(
             if mode == "incremental":
                 assert raw_dump(restored) == dump
             else:
-                ref_restored = B.restore_backend(kind, [ref], clock=clock,
-                                                 path=tmp_path / f"ref-{ref.checkpoint_id}")
-                try:
-                    assert raw_dump(restored) == raw_dump(ref_restored)
-                finally:
-                    ref_restored.close()
+                assert raw_dump(restored) == restored_dump(
+                    kind, ref, clock, tmp_path / f"ref-{ref.checkpoint_id}")
         finally:
             restored.close()
     if mode == "incremental":  # chk-2 reuses chk-1's SST files: uploaded once, shared
