@@ -9,7 +9,7 @@ from backends.cleanup.incremental import IncrementalCleanup
 from backends.keyed_backend import KeyedStateBackend
 from backends.keygroups import check_key
 from backends.storage.heap import HEAP_RAW_BY_SHAPE, NO_KEY
-from backends.storage.spec import RawStateSpec
+from backends.storage.layout import RawStateSpec
 from backends.ttl.context import TtlContext
 
 

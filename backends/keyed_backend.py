@@ -45,7 +45,7 @@ from backends.snapshot.operator_state import OperatorStateBackend, OperatorState
 from backends.snapshot.pending import SnapshotFuture
 from backends.snapshot.writer import take_snapshot_async
 from backends.state import plain
-from backends.storage.spec import RawStateSpec
+from backends.storage.layout import RawStateSpec
 from backends.ttl.context import TtlContext
 from backends.ttl.migration import ttl_layout_transform
 from backends.ttl.states import ttl_state

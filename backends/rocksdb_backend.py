@@ -38,8 +38,8 @@ from backends.rocksdb_dbs import (
     ttl_db_folder_name,
 )
 from backends.rocksdb_options import TTL_DB, RocksDBOptions, summed_statistics
+from backends.storage.layout import RawStateSpec
 from backends.storage.rocksdb import ROCKS_RAW_BY_SHAPE, key_prefix_length
-from backends.storage.spec import RawStateSpec
 from backends.ttl.context import TtlContext
 from backends.ttl_config import StateTtlConfig
 

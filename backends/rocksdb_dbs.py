@@ -20,8 +20,8 @@ import rocksdict
 
 from backends.cleanup.compaction_filter import native_ttl_seconds
 from backends.rocksdb_options import RocksDBOptions
+from backends.storage.layout import RawStateSpec
 from backends.storage.rocksdb import ROCKS_RAW_BY_SHAPE
-from backends.storage.spec import RawStateSpec
 
 MAIN_DB = "main"
 TTL_DB_PREFIX = "ttl-"

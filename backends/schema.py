@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from backends.errors import StateMigrationError
-from backends.storage.spec import RawStateSpec
+from backends.storage.layout import RawStateSpec
 from backends.types import _SINGLETONS, RowType, TypeInformation, type_from_snapshot
 
 _WIDENING = ["INT", "LONG", "FLOAT", "DOUBLE"]

@@ -65,7 +65,7 @@ class Pools:
         return self.op_keys
 
 
-def ttl_config(variant: str) -> B.StateTtlConfig | None:
+def ttl_config_for(variant: str) -> B.StateTtlConfig | None:
     if variant == "plain":
         return None
     builder = B.StateTtlConfig.new_builder(TTL_MS)
@@ -81,7 +81,7 @@ def _sum(a: int, b: int) -> int:
 
 
 def descriptors(variant: str) -> dict[str, B.StateDescriptor]:
-    cfg = ttl_config(variant)
+    cfg = ttl_config_for(variant)
     descs: dict[str, B.StateDescriptor] = {
         "value": B.ValueStateDescriptor("value", B.Types.LONG()),
         "list": B.ListStateDescriptor("list", B.Types.LONG()),

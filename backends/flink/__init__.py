@@ -40,7 +40,7 @@ Control family (0x01-0x1F)                                         result
        i32 first key group, i32 last key group, str RocksDB folder,
        i64 query_time_after_num_entries, i64 periodic compaction ms (-1 = Flink's default),
        u8 incremental checkpoints, i32 n, n x (str key, str value): Flink configuration of
-       the RocksDB backend (backends.flink.spec.rocksdb_configuration)   -- (closes the old one)
+       the RocksDB backend (backends.flink.register.rocksdb_configuration)   -- (closes the old one)
   0x02 SET_TIME i64 ms (the TtlTimeProvider's time)                      --
   0x03 SET_KEY tagged value (long or string, as opened)                  --
   0x04 REGISTER u16 state id, u8 kind (1 value, 2 list, 3 map, 4 reducing, 5 aggregating),
@@ -89,8 +89,8 @@ from backends.flink.errors import (
     FlinkWorkerError,
     NotApplicableError,
 )
+from backends.flink.register import EVENT_TIME_REASON, TIMER_REASON, FlinkState
 from backends.flink.restore import load_statebench_snapshot
-from backends.flink.spec import EVENT_TIME_REASON, TIMER_REASON, FlinkState
 from backends.flink.worker import ROCKSDB_PROPERTIES, Batch, FlinkWorker
 
 __all__ = [

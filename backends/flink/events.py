@@ -67,7 +67,7 @@ class LaneSpec:
 
     value_type: str
     state_types: tuple[str, ...]
-    ttl_fields: tuple[int, int, int, int, int, int, int]  # backends.flink.spec.ttl_fields
+    ttl_fields: tuple[int, int, int, int, int, int, int]  # backends.flink.register.ttl_fields
     clock: int  # CLOCK_RECORD, CLOCK_WALL or CLOCK_PACED
     speedup: float
     start_ms: int

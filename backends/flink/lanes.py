@@ -9,7 +9,7 @@ cleanup), and the planner only needs the names and the reasons. Nothing here sta
 from __future__ import annotations
 
 from backends.flink.build import ensure_worker_built
-from backends.flink.spec import TIMER_REASON
+from backends.flink.register import TIMER_REASON
 from backends.strategies import parse_strategy
 
 #: Lane backend name -> Flink backend kind of its worker.

@@ -80,8 +80,8 @@ class EventFile:
 class RealJobConfig:
     """One job: the events, the backend, the TTL fields and Flink's checkpointing.
 
-    ``ttl_fields`` are ``backends.flink.spec.ttl_fields`` (what the lanes send to the worker),
-    ``rocksdb_conf`` Flink configuration keys (``backends.flink.spec.rocksdb_configuration``).
+    ``ttl_fields`` are ``backends.flink.register.ttl_fields`` (what the lanes send to the worker),
+    ``rocksdb_conf`` Flink configuration keys (``backends.flink.register.rocksdb_configuration``).
     """
 
     events: Path

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from backends.descriptors import StateDescriptor
-from backends.flink.spec import FlinkState
+from backends.flink.register import FlinkState
 from backends.flink.worker import FlinkWorker
 
 SUPPORTED_KINDS = ("value", "map")

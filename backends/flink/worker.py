@@ -33,7 +33,7 @@ from backends.descriptors import StateDescriptor
 from backends.flink import wire
 from backends.flink.build import MAIN_CLASS, ensure_worker_built
 from backends.flink.errors import FlinkCommandError, FlinkWorkerError
-from backends.flink.spec import FlinkState, encode_register, rocksdb_configuration
+from backends.flink.register import FlinkState, encode_register, rocksdb_configuration
 from backends.keygroups import KeyGroupRange
 
 KINDS = ("heap", "rocksdb")

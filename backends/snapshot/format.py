@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from backends.keygroups import deserialize_key, hash_code, serialize_key
-from backends.storage.spec import RawStateSpec
+from backends.storage.layout import RawStateSpec
 from backends.types import RowType, TypeInformation
 
 _SCALARS = {

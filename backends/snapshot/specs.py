@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from backends.schema import restored_type
-from backends.storage.spec import RawStateSpec
+from backends.storage.layout import RawStateSpec
 
 KINDS = ("value", "list", "map", "reducing", "aggregating")
 

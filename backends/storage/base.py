@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
-from backends.storage.spec import RawStateSpec
+from backends.storage.layout import RawStateSpec
 
 
 class _Absent:

@@ -31,7 +31,7 @@ from typing import Any
 
 from backends.errors import NoCurrentKeyError
 from backends.storage.base import ABSENT
-from backends.storage.spec import RawStateSpec
+from backends.storage.layout import RawStateSpec
 
 
 class _NoKey:

@@ -25,7 +25,7 @@ from backends.errors import NoCurrentKeyError
 from backends.keygroups import TAG_INT, deserialize_key, key_group_prefix, serialize_key
 from backends.storage.base import ABSENT
 from backends.storage.codecs import ListCodec, MapValueCodec, ValueCodec
-from backends.storage.spec import RawStateSpec
+from backends.storage.layout import RawStateSpec
 
 _LEN_AT = 3  # a variable-length key's 4-byte length follows the 2-byte key group and 1-byte tag
 

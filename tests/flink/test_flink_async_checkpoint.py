@@ -21,7 +21,7 @@ from workloads.run.flink_lane import close_idle_workers
 from workloads.run.plan import RunConfig
 
 #: value state, TTL 1 s, OnCreateAndWrite, NeverReturnExpired, no background cleanup but the
-#: full-snapshot one (backends.flink.spec.ttl_fields)
+#: full-snapshot one (backends.flink.register.ttl_fields)
 FULL_SNAPSHOT_TTL = (1_000, 1, 1, 3, 0, 0, 0)
 KEYS = 100_000
 

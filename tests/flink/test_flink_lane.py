@@ -16,7 +16,7 @@ import backends as B
 from backends.flink import TIMER_REASON, FlinkUnavailableError, FlinkWorker
 from backends.flink.build import ensure_worker_built
 from backends.flink.lanes import COMPACTION_ON_HEAP_REASON, INCREMENTAL_ON_ROCKSDB_REASON
-from backends.flink.spec import FLINK_COMPRESSIONS, rocksdb_configuration
+from backends.flink.register import FLINK_COMPRESSIONS, rocksdb_configuration
 from backends.rocksdb_options import COMPRESSIONS
 from tests.runner.conftest import mixed_spec, small_spec, spark_session
 from workloads.run.engines.inprocess import run_in_process

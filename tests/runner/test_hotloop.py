@@ -26,7 +26,7 @@ from backends.keygroups import KeyGroupRange
 from workloads.ops import Op
 from workloads.run.config import OperatorConfig
 from workloads.run.hotloop import NEVER_WRITTEN, StateCalls, build_loop, loop_filename
-from workloads.run.operator import descriptors, register_states
+from workloads.run.state_setup import descriptors, register_states
 
 TTL_MS = 40
 EVENTS = 3_000

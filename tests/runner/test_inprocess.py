@@ -12,13 +12,10 @@ import pytest
 from backends.ttl import states as ttl_states
 from tests.runner.conftest import deterministic, mixed_spec, small_spec, values
 from workloads.run.engines.inprocess import data_facts, run_in_process
-from workloads.run.operator import (
-    ExpiredValueReturned,
-    OutOfOrderInput,
-    run_operator_batches,
-)
 from workloads.run.plan import PlanError, RunConfig, Scenario, operator_config
 from workloads.run.source import keyed_table
+from workloads.run.task_checks import ExpiredValueReturned, OutOfOrderInput
+from workloads.run.tasks import run_operator_batches
 
 BACKEND_INDEPENDENT = frozenset(
     {"records", "live_entries", "expired_present_entries", "logical_bytes",

@@ -14,10 +14,11 @@ import pytest
 
 from tests.runner.conftest import small_spec, spark_session, values
 from workloads.run.engines.inprocess import data_facts, run_in_process
-from workloads.run.operator import KeyedOperator, make_clock
+from workloads.run.keyed_operator import KeyedOperator
 from workloads.run.pacing import PacedClock
 from workloads.run.plan import RunConfig, Scenario, operator_config, rocksdb_options
 from workloads.run.source import keyed_table
+from workloads.run.state_setup import make_clock
 from workloads.spec import SpecError, load_spec
 
 SPEEDUP = 4.0

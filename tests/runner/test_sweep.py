@@ -13,9 +13,9 @@ from tests.runner.conftest import small_spec
 from workloads import cli
 from workloads.run.compare import comparison_configs
 from workloads.run.engines.inprocess import data_facts
-from workloads.run.operator import ttl_config
 from workloads.run.plan import Scenario, operator_config, plan_scenarios
 from workloads.run.source import keyed_table
+from workloads.run.state_setup import ttl_config_of
 from workloads.run.sweep import SweepError, parse_sweep
 
 
@@ -61,7 +61,7 @@ def test_swept_scenarios_run_their_knob_value(tmp_path: Path) -> None:
     facts = data_facts(table, cfg)
     op_cfg = operator_config(cfg, Scenario("heap", "incremental(size=50)"), 0, facts)
     assert op_cfg.scenario.strategy == "incremental(size=50)"
-    ttl = ttl_config(op_cfg)
+    ttl = ttl_config_of(op_cfg)
     assert ttl is not None
     assert ttl.get_cleanup_strategies().get_incremental_cleanup_strategy().get_cleanup_size() == 50
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 import backends as B
-from tests.snapshot.util import TTL_MS, raw_dump, ttl_config
+from tests.snapshot.util import TTL_MS, raw_dump, ttl_config_with
 
 N = 200
 
 
 def _fill(backend: B.KeyedStateBackend, clock: B.ManualClock, full_snapshot: bool) -> dict:
-    cfg = ttl_config(full_snapshot)
+    cfg = ttl_config_with(full_snapshot)
     descs = {"v": B.ValueStateDescriptor("v", B.Types.LONG()),
              "m": B.MapStateDescriptor("m", B.Types.STRING(), B.Types.LONG()),
              "l": B.ListStateDescriptor("l", B.Types.LONG())}

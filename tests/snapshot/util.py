@@ -10,7 +10,7 @@ import backends as B
 TTL_MS = 1_000
 
 
-def ttl_config(full_snapshot: bool = False, ttl_ms: int = TTL_MS) -> B.StateTtlConfig:
+def ttl_config_with(full_snapshot: bool = False, ttl_ms: int = TTL_MS) -> B.StateTtlConfig:
     builder = B.StateTtlConfig.new_builder(ttl_ms).disable_cleanup_in_background()
     if full_snapshot:
         builder.cleanup_full_snapshot()
@@ -29,7 +29,7 @@ def descriptors(ttl: bool = True, full_snapshot: bool = False) -> dict[str, B.St
     out = {"v": v, "l": lst, "m": m, "r": r, "rec": rec}
     if ttl:
         for name in ("v", "l", "m", "r"):
-            out[name].enable_time_to_live(ttl_config(full_snapshot))
+            out[name].enable_time_to_live(ttl_config_with(full_snapshot))
     return out
 
 

@@ -10,8 +10,8 @@ order while the task processes records. Up to ``max_in_flight`` checkpoints (the
 that many are (``checkpoint_wait_ms``, for the oldest one). Each checkpoint's numbers are
 reported once its asynchronous phase has finished, in id order. The synchronous phase and any
 wait are the task's busy time; the asynchronous phases are not, but they compete with the task
-for the CPU and, where they run Python code, for the GIL (workloads/run/operator.py measures the
-task's rate while any of them is in flight and while none is).
+for the CPU and, where they run Python code, for the GIL (workloads/run/keyed_operator.py
+measures the task's rate while any of them is in flight and while none is).
 
 Why a queue: Flink's task never waits for an asynchronous phase; with its default of one
 concurrent checkpoint its checkpoint coordinator delays the next trigger instead, so barriers

@@ -6,6 +6,7 @@ default sample interval. Planning reads these without importing the operator.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 from backends.keygroups import DEFAULT_MAX_PARALLELISM
@@ -20,7 +21,7 @@ DEFAULT_SAMPLES = 10
 def wall_clock_driven(time_characteristic: str, strategy: str) -> bool:
     """Whether a scenario's TTL clock is the (scaled) wall clock: RocksDB's TTL compaction filter
     reads the wall clock, so ProcessingTime with ``compaction_filter`` cannot run on a logical
-    clock (see ``workloads.run.operator``)."""
+    clock (see ``workloads.run.keyed_operator``)."""
     return time_characteristic == "ProcessingTime" and strategy.startswith("compaction_filter")
 
 
@@ -79,3 +80,12 @@ class OperatorConfig:
     @property
     def never_return_expired(self) -> bool:
         return self.ttl_ms is not None and self.visibility == "NeverReturnExpired"
+
+
+def local_root(cfg: OperatorConfig) -> str | None:
+    """Where task-local backend folders go: the configured folder, else the executor's first
+    Spark local dir (Spark passes SPARK_LOCAL_DIRS to its Python workers), else the temp dir."""
+    if cfg.local_dir is not None:
+        return cfg.local_dir
+    spark_dirs = os.environ.get("SPARK_LOCAL_DIRS")
+    return spark_dirs.split(",")[0] if spark_dirs else None

@@ -5,7 +5,7 @@ Backends ``flink-heap`` and ``flink-rocksdb`` run each task in a JVM worker
 the task's key-group range and max parallelism. The task's record batches cross as fixed binary
 columns (``backends.flink.events``), and one Java loop applies them exactly as statebench's
 operator does (``workloads/run/hotloop.py``), so the rows are the same metrics on the same
-barriers as :class:`workloads.run.operator.KeyedOperator`:
+barriers as :class:`workloads.run.keyed_operator.KeyedOperator`:
 
 * Time: Flink's TTL is processing time only, so the lane's TtlTimeProvider *is* the scenario's
   clock: each record's timestamp under event time; under ProcessingTime the paced clock of
@@ -77,13 +77,14 @@ import pyarrow as pa
 import backends
 from backends.flink import FlinkWorker, events
 from backends.flink.lanes import LANE_KINDS, not_applicable_reason
-from backends.flink.spec import ttl_fields
+from backends.flink.register import ttl_fields
 from backends.keygroups import KeyGroupRange
 from backends.ttl_config import DEFAULT_PERIODIC_COMPACTION_MS, DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES
 from workloads.ops import Op
 from workloads.run import checkpoints as ck
 from workloads.run import tempdirs
-from workloads.run.config import OperatorConfig, paced, wall_clock_driven
+from workloads.run.barriers import CHECKPOINT, INFINITY, Barrier, barrier_schedule
+from workloads.run.config import OperatorConfig, local_root, paced, wall_clock_driven
 from workloads.run.metrics import (
     ATTEMPT,
     CHECKPOINT_ASYNC_METRICS,
@@ -97,16 +98,8 @@ from workloads.run.metrics import (
     MetricRows,
     Row,
 )
-from workloads.run.operator import (
-    CHECKPOINT,
-    INFINITY,
-    Barrier,
-    barrier_schedule,
-    fail_if_expired_returned,
-    local_root,
-    sorted_times,
-    ttl_config,
-)
+from workloads.run.state_setup import ttl_config_of
+from workloads.run.task_checks import fail_if_expired_returned, sorted_times
 
 # ------------------------------------------------------------------------------------------------
 # One idle JVM per process, reused by the next task (see the module docstring)
@@ -281,7 +274,7 @@ class FlinkLaneOperator:
         }
         self.worker, cold = _acquire(self.kind, **options)
         # Flink's TTL is processing time: the lane's provider is driven by the scenario's clock
-        ttl = ttl_config(replace(cfg, time_characteristic="ProcessingTime"))
+        ttl = ttl_config_of(replace(cfg, time_characteristic="ProcessingTime"))
         spec = events.LaneSpec(
             value_type=cfg.value_type,
             state_types=cfg.state_types,

@@ -37,8 +37,9 @@ Rows a run writes (per task, and task=-1 job totals added by :func:`finalize_row
   (count), ``rocksdb_sst_bytes``, ``rocksdb_memtable_bytes`` (bytes).
 * per checkpoint, ``step`` = checkpoint id, ``logical_time_ms`` = barrier time (repetition 0),
   emitted when the checkpoint's asynchronous phase has finished (Flink's checkpoint model,
-  issue 15: see ``workloads.run.operator``): ``checkpoint_bytes``, ``checkpoint_uploaded_bytes``
-  (bytes); ``checkpoint_sync_ms`` (the synchronous phase, in the task's thread: busy time; heap:
+  issue 15: see ``workloads.run.keyed_operator``): ``checkpoint_bytes``,
+  ``checkpoint_uploaded_bytes`` (bytes); ``checkpoint_sync_ms`` (the synchronous phase, in the
+  task's thread: busy time; heap:
   a shallow copy of each state's dict with copy-on-write of list and map containers, RocksDB: an
   iterator per state, or flush + hard-linked checkpoint), ``checkpoint_async_ms`` (wall ms of the
   asynchronous phase on its own thread, concurrent with the record loop: TTL filtering,

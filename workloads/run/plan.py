@@ -15,7 +15,7 @@ import pyarrow as pa
 import backends
 from backends import BACKEND_KINDS
 from backends.flink import lanes as flink_lanes
-from backends.flink.spec import rocksdb_configuration
+from backends.flink.register import rocksdb_configuration
 from backends.keygroups import DEFAULT_MAX_PARALLELISM
 from backends.rocksdb_options import TTL_DB
 from workloads.generator import DEFAULT_BATCH_SIZE, Timeline

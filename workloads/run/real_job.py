@@ -5,7 +5,7 @@ task thread, async on a thread of its own) around Flink's keyed backends. Whethe
 ratios (``none`` vs ``full_snapshot`` throughput) are what a Flink user would see is checked here
 against a real DataStream job on a local MiniCluster (``backends.flink.real_job``): the same
 events as the lanes get (``workloads.run.source.keyed_table``, parallelism's tasks in
-(ts, seq) order), the same states, TTL configuration (``backends.flink.spec.ttl_fields`` of the
+(ts, seq) order), the same states, TTL configuration (``backends.flink.register.ttl_fields`` of the
 scenario, as the lane opens it) and RocksDB settings, a logical TTL clock at each record's
 timestamp as in the lanes, and Flink's own checkpointing on the wall clock every
 ``checkpoint_interval_ms`` (the spec's interval, read as wall ms: the default shape runs at a
@@ -34,14 +34,14 @@ from typing import Any
 import pyarrow as pa
 
 from backends.flink.real_job import EventFile, RealJobConfig, run_real_job
-from backends.flink.spec import rocksdb_configuration, ttl_fields
+from backends.flink.register import rocksdb_configuration, ttl_fields
 from workloads.run.config import OperatorConfig
 from workloads.run.engines.inprocess import InProcessEngine, data_facts
 from workloads.run.flink_lane import _compaction_options
-from workloads.run.operator import ttl_config
 from workloads.run.plan import DataFacts, RunConfig, Scenario, operator_config, spec_time_frame
 from workloads.run.runner import run
 from workloads.run.source import keyed_table
+from workloads.run.state_setup import ttl_config_of
 from workloads.spec import SpecError, WorkloadSpec, load_spec
 
 #: The lanes compared and the kind of Flink backend each one is.
@@ -166,7 +166,7 @@ def real_job_config(cfg: RunConfig, facts: DataFacts, lane: str, strategy: str,
     kind = LANES[lane]
     counts = dict(facts.task_counts)  # keyed subtask i is task i: the same key-group ranges
     warmups = tuple(int(counts.get(t, 0) * op.warmup_fraction) for t in range(op.parallelism))
-    ttl = ttl_config(replace(op, time_characteristic="ProcessingTime"))
+    ttl = ttl_config_of(replace(op, time_characteristic="ProcessingTime"))
     return RealJobConfig(
         events=events, kind=kind, checkpoint_dir=checkpoint_dir, value_type=op.value_type,
         state_types=op.state_types, ttl_fields=ttl_fields(ttl, query, periodic),

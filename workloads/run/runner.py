@@ -13,7 +13,7 @@ same for every engine, so they live here, once:
 
 Two seams keep new lanes small. An engine decides only *where* tasks run and how their input
 batches reach them; *what* runs per task is chosen by backend kind in
-:func:`workloads.run.operator.task_operator`, independent of the engine. The Flink lane
+:func:`workloads.run.tasks.task_operator`, independent of the engine. The Flink lane
 (backends ``flink-heap`` / ``flink-rocksdb``: a JVM worker per task fed record batches,
 ``workloads.run.flink_lane``) is one ``TaskOperator`` in that factory (``process(batch)``,
 ``finish() -> rows``, ``close()``), and both engines above drive it unchanged; a different way

@@ -17,10 +17,10 @@ import pyarrow.compute as pc
 from workloads.run.config import OperatorConfig
 from workloads.run.engines import check_schedule
 from workloads.run.metrics import METRIC_SCHEMA
-from workloads.run.operator import run_operator_batches
 from workloads.run.plan import DataFacts, RunConfig, RunOutcome, spec_time_frame
 from workloads.run.runner import JobCallback, run
 from workloads.run.source import keyed_table
+from workloads.run.tasks import run_operator_batches
 
 
 def data_facts(table: pa.Table, cfg: RunConfig) -> DataFacts:

@@ -36,10 +36,10 @@ import pyarrow as pa
 from workloads.run.config import OperatorConfig
 from workloads.run.engines import check_schedule
 from workloads.run.metrics import METRIC_DDL, METRIC_SCHEMA
-from workloads.run.operator import run_operator_batches
 from workloads.run.plan import DataFacts, RunConfig, RunOutcome, spec_time_frame
 from workloads.run.runner import JobCallback, run
 from workloads.run.source import KEYED_SCHEMA, keyed_partition
+from workloads.run.tasks import run_operator_batches
 from workloads.spec import WorkloadSpec
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""What a raw state needs to know to lay out its data: the RawStateSpec."""
+"""How a raw state lays out its data: the RawStateSpec (a physical layout, not a workload spec)."""
 
 from __future__ import annotations
 

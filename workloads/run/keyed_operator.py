@@ -4,10 +4,10 @@ One :class:`KeyedOperator` per task (operator index): it owns one backend whose 
 is the task's (``KeyGroupRange.of_operator``), registers the states the workload's ops need
 (fixed names ``value``, ``list``, ``map``, ``reducing``, ``aggregating``) with the TTL config of
 the spec plus exactly one cleanup strategy, and processes the task's events in timestamp order.
-:func:`run_operator_batches` drives any number of tasks from one stream of record batches: it is
-the body of the Spark engine's operator stage (``mapInArrow``) and of the in-process engine
-alike, so both measure the same code. Which operator runs a task is chosen by backend kind in
-:func:`task_operator`, never by the engine.
+:func:`workloads.run.tasks.run_operator_batches` drives any number of tasks from one stream of
+record batches (the body of the Spark engine's operator stage and of the in-process engine
+alike, so both measure the same code); which operator runs a task is chosen by backend kind
+there, never by the engine.
 
 Time (the TTL clock):
 * EventTime: the backend's event clock is set to each record's timestamp.
@@ -55,16 +55,12 @@ asynchronous threads' CPU. Series, checkpoint and restore rows come from repetit
 later repetitions take no samples and measure throughput and latency.
 """
 
-from __future__ import annotations
-
 import gc
 import itertools
 import math
-import os
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -72,12 +68,12 @@ import pyarrow as pa
 import backends
 from backends.keygroups import KeyGroupRange
 from workloads.ops import Op
-from workloads.payloads import PayloadColumn, state_type
+from workloads.payloads import PayloadColumn
 from workloads.run import checkpoints as ck
 from workloads.run import tempdirs
-from workloads.run.config import STATE_NAMES, OperatorConfig, paced, wall_clock_driven
-from workloads.run.hotloop import StateCalls, build_loop
-from workloads.run.keying import tasks_for_keys
+from workloads.run.barriers import CHECKPOINT, INFINITY, Barrier, barrier_schedule
+from workloads.run.config import OperatorConfig, local_root, wall_clock_driven
+from workloads.run.hotloop import build_loop
 from workloads.run.metrics import (
     ATTEMPT,
     CHECKPOINT_ASYNC_METRICS,
@@ -97,47 +93,10 @@ from workloads.run.metrics import (
     scan_states,
 )
 from workloads.run.pacing import PacedClock, Pacer
+from workloads.run.state_setup import descriptors, make_clock, register_states
+from workloads.run.task_checks import fail_if_expired_returned, sorted_times
 
 _ZEROS = itertools.repeat(0)  # the map_key column of a workload without map state
-CHECKPOINT, SAMPLE = 0, 1
-INFINITY = 1 << 62
-
-
-class ExpiredValueReturned(AssertionError):
-    """A state returned a value that had expired, under NeverReturnExpired: a backend bug."""
-
-
-def fail_if_expired_returned(cfg: OperatorConfig, task: int, count: int, by: str = "") -> None:
-    """Under NeverReturnExpired a returned expired value is a wrong answer: the run fails."""
-    if cfg.never_return_expired and count:
-        raise ExpiredValueReturned(
-            f"{cfg.scenario.label} task {task}: {count} expired value(s) returned under "
-            f"NeverReturnExpired{by}"
-        )
-
-
-def sorted_times(batch: pa.RecordBatch, last_ts: int, task: int) -> np.ndarray:
-    """A batch's ``ts`` column, checked to go on from ``last_ts`` without going back."""
-    ts = batch.column("ts").to_numpy(zero_copy_only=False)
-    if ts[0] < last_ts or (len(ts) > 1 and bool((ts[1:] < ts[:-1]).any())):
-        raise OutOfOrderInput(
-            f"task {task}: events are not sorted by ts (got {int(ts[0])} after {last_ts}); "
-            "sort each task's events by time before the operator"
-        )
-    return ts
-
-
-class OutOfOrderInput(ValueError):
-    """A task's events did not arrive in timestamp order (the runner must sort them)."""
-
-
-def local_root(cfg: OperatorConfig) -> str | None:
-    """Where task-local backend folders go: the configured folder, else the executor's first
-    Spark local dir (Spark passes SPARK_LOCAL_DIRS to its Python workers), else the temp dir."""
-    if cfg.local_dir is not None:
-        return cfg.local_dir
-    spark_dirs = os.environ.get("SPARK_LOCAL_DIRS")
-    return spark_dirs.split(",")[0] if spark_dirs else None
 
 
 def _pylist(column: pa.Array) -> list:
@@ -145,119 +104,6 @@ def _pylist(column: pa.Array) -> list:
     return column.to_numpy(zero_copy_only=False).tolist()
 
 
-@dataclass(frozen=True, order=True)
-class Barrier:
-    time_ms: int
-    kind: int  # CHECKPOINT before SAMPLE at the same time
-    index: int
-
-
-def barrier_schedule(cfg: OperatorConfig) -> list[Barrier]:
-    """Checkpoint and sample barriers of a run, in firing order."""
-    out: list[Barrier] = []
-    start, end = cfg.start_ms, cfg.end_ms
-    if end <= start:
-        return out
-    if cfg.checkpoint_interval_ms > 0 and cfg.checkpoint_root is not None:
-        k = 1
-        while start + k * cfg.checkpoint_interval_ms < end:
-            out.append(Barrier(start + k * cfg.checkpoint_interval_ms, CHECKPOINT, k))
-            k += 1
-    if cfg.emit_series:
-        si = cfg.sample_interval_ms
-        for k in range(1, math.ceil((end - start) / si) + 1):
-            out.append(Barrier(start + k * si, SAMPLE, k))
-    return sorted(out)
-
-
-# ------------------------------------------------------------------------------------------------
-# States
-# ------------------------------------------------------------------------------------------------
-
-
-class SumAggregate(backends.AggregateFunction):
-    """Aggregating state's function: the sum of longs, or of payload lengths."""
-
-    def create_accumulator(self) -> int:
-        return 0
-
-    def add(self, value: Any, accumulator: int) -> int:
-        return accumulator + (value if value.__class__ is int else len(value))
-
-    def get_result(self, accumulator: int) -> int:
-        return accumulator
-
-    def merge(self, acc_a: int, acc_b: int) -> int:
-        return acc_a + acc_b
-
-
-def ttl_config(cfg: OperatorConfig) -> backends.StateTtlConfig | None:
-    """The spec's TTL settings with exactly the scenario's cleanup strategy turned on."""
-    if cfg.ttl_ms is None:
-        return None
-    T = backends.StateTtlConfig
-    builder = (
-        T.new_builder(cfg.ttl_ms)
-        .set_update_type(T.UpdateType[cfg.update_type])
-        .set_state_visibility(T.StateVisibility[cfg.visibility])
-        .set_ttl_time_characteristic(T.TtlTimeCharacteristic[cfg.time_characteristic])
-    )
-    return backends.parse_strategy(cfg.cleanup or cfg.strategy).configure(builder).build()
-
-
-def descriptors(cfg: OperatorConfig) -> dict[str, backends.StateDescriptor]:
-    """One descriptor per state type the workload uses, TTL enabled when the spec has a TTL."""
-    vtype = state_type(cfg.value_type)
-    makers: dict[str, Callable[[], backends.StateDescriptor]] = {
-        "value": lambda: backends.ValueStateDescriptor("value", vtype),
-        "list": lambda: backends.ListStateDescriptor("list", vtype),
-        "map": lambda: backends.MapStateDescriptor("map", backends.Types.INT(), vtype),
-        "reducing": lambda: backends.ReducingStateDescriptor("reducing", max, vtype),
-        "aggregating": lambda: backends.AggregatingStateDescriptor(
-            "aggregating", SumAggregate(), backends.Types.LONG()
-        ),
-    }
-    ttl = ttl_config(cfg)
-    out: dict[str, backends.StateDescriptor] = {}
-    for name in STATE_NAMES:
-        if name in cfg.state_types:
-            desc = makers[name]()
-            if ttl is not None:
-                desc.enable_time_to_live(ttl)
-            out[name] = desc
-    return out
-
-
-def register_states(backend: Any, descs: dict[str, backends.StateDescriptor]) -> StateCalls:
-    """Register every descriptor and bind the methods the hot loop calls."""
-    calls = StateCalls()
-    if "value" in descs:
-        s = backend.get_state(descs["value"])
-        calls.v_get, calls.v_update, calls.v_clear = s.value, s.update, s.clear
-    if "list" in descs:
-        s = backend.get_list_state(descs["list"])
-        calls.l_add, calls.l_get = s.add, s.get
-    if "map" in descs:
-        s = backend.get_map_state(descs["map"])
-        calls.m_put, calls.m_get, calls.m_items, calls.m_remove = s.put, s.get, s.items, s.remove
-    if "reducing" in descs:
-        calls.r_add = backend.get_reducing_state(descs["reducing"]).add
-    if "aggregating" in descs:
-        calls.a_add = backend.get_aggregating_state(descs["aggregating"]).add
-    return calls
-
-
-def make_clock(cfg: OperatorConfig) -> Any:
-    """ProcessingTime: the paced wall-driven clock (every strategy alike); EventTime: a manual
-    clock the backend's event clock replaces for TTL."""
-    if paced(cfg.time_characteristic):
-        return PacedClock(cfg.time_speedup, start_ms=cfg.start_ms)
-    return backends.ManualClock(cfg.start_ms)
-
-
-# ------------------------------------------------------------------------------------------------
-# The operator
-# ------------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -618,137 +464,3 @@ class KeyedOperator:
                 del backend
                 gc.collect()
         tempdirs.remove(self._local)
-
-
-# ------------------------------------------------------------------------------------------------
-# Which operator runs a task
-# ------------------------------------------------------------------------------------------------
-
-
-class TaskOperator(Protocol):
-    """What runs one task's events: fed its batches in time order, then asked for its rows."""
-
-    def process(self, batch: pa.RecordBatch) -> None: ...
-
-    def finish(self) -> list[Row]: ...
-
-    def close(self) -> None: ...
-
-
-#: The task operator of each backend kind. Engines never choose one themselves, so a new lane
-#: (e.g. ``flink-heap``/``flink-rocksdb``: a JVM worker per task fed these record batches) is
-#: one entry here, run by every engine (see ``workloads.run.runner``).
-OPERATORS: dict[str, Callable[[OperatorConfig, int, int, int | None], TaskOperator]] = {
-    kind: KeyedOperator for kind in backends.BACKEND_KINDS
-}
-
-
-def _flink_lane(
-    cfg: OperatorConfig, task: int, attempt: int = 0, attempt_id: int | None = None
-) -> TaskOperator:
-    """A Flink lane's operator (imported on use: it imports this module)."""
-    from workloads.run.flink_lane import FlinkLaneOperator
-
-    return FlinkLaneOperator(cfg, task, attempt, attempt_id)
-
-
-OPERATORS.update(dict.fromkeys(("flink-heap", "flink-rocksdb"), _flink_lane))
-
-
-def task_operator(
-    cfg: OperatorConfig, task: int, attempt: int = 0, attempt_id: int | None = None
-) -> TaskOperator:
-    """The operator for ``task`` of ``cfg``'s scenario, chosen by its backend kind."""
-    make = OPERATORS.get(cfg.backend)
-    if make is None:
-        raise ValueError(
-            f"no task operator for backend '{cfg.backend}'; known: {', '.join(OPERATORS)}"
-        )
-    return make(cfg, task, attempt, attempt_id)
-
-
-# ------------------------------------------------------------------------------------------------
-# Driving several tasks from one batch stream
-# ------------------------------------------------------------------------------------------------
-
-
-def _task_runs(batch: pa.RecordBatch, cfg: OperatorConfig) -> Iterator[tuple[int, int, int]]:
-    """(task, offset, length) of each run of equal task ids in ``batch``."""
-    if "task" in batch.schema.names:
-        tasks = batch.column("task").to_numpy(zero_copy_only=False)
-    else:
-        keys = batch.column("key").to_numpy(zero_copy_only=False)
-        tasks = tasks_for_keys(keys, cfg.parallelism, cfg.max_parallelism)
-    if len(tasks) == 0:
-        return
-    cuts = np.flatnonzero(tasks[1:] != tasks[:-1]) + 1
-    starts = np.concatenate(([0], cuts))
-    ends = np.concatenate((cuts, [len(tasks)]))
-    for s, e in zip(starts.tolist(), ends.tolist()):
-        yield int(tasks[s]), s, e - s
-
-
-@dataclass
-class TaskRunner:
-    """Runs one KeyedOperator per task id seen in a stream of batches.
-
-    Batches may mix tasks and tasks may interleave: correctness never depends on how a
-    partitioner grouped them, only on each task's events arriving in time order.
-    """
-
-    cfg: OperatorConfig
-    attempt: int = 0
-    attempt_id: int | None = None
-    operators: dict[int, TaskOperator] = field(default_factory=dict)
-
-    def process(self, batch: pa.RecordBatch) -> None:
-        for task, offset, length in _task_runs(batch, self.cfg):
-            op = self.operators.get(task)
-            if op is None:
-                op = self.operators[task] = task_operator(
-                    self.cfg, task, self.attempt, self.attempt_id
-                )
-            op.process(batch.slice(offset, length))
-
-    def finish(self) -> pa.RecordBatch:
-        rows: list[Row] = []
-        try:
-            for task in sorted(self.operators):
-                rows.extend(self.operators[task].finish())
-        finally:
-            self.close()
-        return MetricRows(self.cfg.scenario).to_batch() if not rows else _batch(self.cfg, rows)
-
-    def close(self) -> None:
-        for op in self.operators.values():
-            op.close()
-
-
-def _batch(cfg: OperatorConfig, rows: list[Row]) -> pa.RecordBatch:
-    out = MetricRows(cfg.scenario)
-    out.extend(rows)
-    return out.to_batch()
-
-
-def run_operator_batches(
-    cfg: OperatorConfig,
-    batches: Iterable[pa.RecordBatch],
-    attempt: int = 0,
-    attempt_id: int | None = None,
-    after_batch: Callable[[int], None] | None = None,
-) -> Iterator[pa.RecordBatch]:
-    """Apply every batch to its task's operator, then yield the metric rows (METRIC_SCHEMA).
-
-    ``attempt`` is the Spark attempt number (reported), ``attempt_id`` a number that grows with
-    every attempt (names checkpoint folders; default: ``attempt``). ``after_batch(i)`` runs
-    after the i-th input batch (fault injection in tests)."""
-    runner = TaskRunner(cfg, attempt, attempt_id)
-    try:
-        for i, batch in enumerate(batches):
-            runner.process(batch)
-            if after_batch is not None:
-                after_batch(i)
-    except BaseException:
-        runner.close()
-        raise
-    yield runner.finish()
