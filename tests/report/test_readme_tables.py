@@ -1,6 +1,6 @@
-"""The README's measured tables are remade from the result files kept in the repository
+"""The docs' measured tables are remade from the result files kept in the repository
 (issue 15 item 7): `python -m workloads.report.readme_tables` on docs/results/ gives exactly the
-README's marked blocks, so a README edit that does not match the data fails here."""
+marked blocks of docs/performance.md, so an edit that does not match the data fails here."""
 
 from __future__ import annotations
 
@@ -23,12 +23,22 @@ def test_every_table_has_its_data_in_the_repository() -> None:
         assert made.startswith("| ") and "not measured" not in made, table.name
 
 
-def test_the_readme_shows_what_the_data_says() -> None:
-    readme = REPO / "README.md"
-    if not rt.readme_blocks(readme.read_text(encoding="utf-8")):
-        pytest.xfail("README.md has no marked tables yet: paste them from "
-                     "`python -m workloads.report.readme_tables`")
-    assert rt.check(readme, RESULTS) == []
+def test_the_performance_page_shows_what_the_data_says() -> None:
+    page = REPO / "docs" / "performance.md"
+    assert rt.readme_blocks(page.read_text(encoding="utf-8")), "no marked tables in the page"
+    assert rt.check(page, RESULTS) == []
+
+
+def test_paste_remakes_an_edited_block_and_only_the_blocks(tmp_path: Path) -> None:
+    page = tmp_path / "performance.md"
+    original = (REPO / "docs" / "performance.md").read_text(encoding="utf-8")
+    name, block = next(iter(rt.readme_blocks(original).items()))
+    row = next(line for line in block.splitlines() if line.startswith("| ") and "---" not in line)
+    page.write_text(original.replace(row, row + " edited"), encoding="utf-8")
+    assert rt.check(page, RESULTS) != []
+    assert rt.paste(page, RESULTS) == [name]
+    assert page.read_text(encoding="utf-8") == original
+    assert rt.paste(page, RESULTS) == []
 
 
 def test_check_catches_a_number_that_the_data_does_not_say(tmp_path: Path,

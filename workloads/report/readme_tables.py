@@ -1,16 +1,18 @@
-"""The README's measured tables, regenerated from result files kept in the repository.
+"""The measured tables of the docs, regenerated from result files kept in the repository.
 
-Every table of measured numbers in README.md is produced here from a small file under
-``docs/results/`` (issue 15 item 7), with its spread, so a reader can regenerate it and a test
-can check that the README says what the data says::
+Every table of measured numbers in the docs (``docs/performance.md``) is produced here from a
+small file under ``docs/results/`` (issue 15 item 7), with its spread, so a reader can
+regenerate it and a test can check that the page says what the data says::
 
     python -m workloads.report.readme_tables                  # every table, as markdown
-    python -m workloads.report.readme_tables --check README.md   # exit 1 if the README differs
+    python -m workloads.report.readme_tables --check docs/performance.md   # exit 1 if it differs
+    python -m workloads.report.readme_tables paste docs/performance.md     # remake its blocks
     python -m workloads.report.readme_tables trim SUITE BENCH.json   # add a pytest-benchmark run
     python -m workloads.report.readme_tables keep-run RUN_DIR NAME   # keep a run's summary rows
 
-In README.md each table sits between ``<!-- table: NAME -->`` and ``<!-- /table -->``; the
-check compares those blocks with what this module generates from the files.
+In a page each table sits between ``<!-- table: NAME -->`` and ``<!-- /table -->``; the check
+compares those blocks with what this module generates from the files, and ``paste`` replaces
+them with it.
 
 Sources (``TABLES`` lists them with the command that measures each):
 
@@ -474,6 +476,19 @@ def check(readme: Path, results: Path) -> list[str]:
     return problems
 
 
+def paste(page: Path, results: Path) -> list[str]:
+    """Replace the page's marked blocks with the tables made from the data; the names of the
+    blocks that changed. A table the page lacks is not added (where it goes is prose)."""
+    text = page.read_text(encoding="utf-8")
+    made = {t.name: block(t, results) for t in available(results)}
+    changed = [name for name, have in readme_blocks(text).items()
+               if name in made and made[name] != have]
+    new = _BLOCK.sub(lambda m: made.get(m.group(1), m.group(0)), text)
+    if new != text:
+        page.write_text(new, encoding="utf-8")
+    return changed
+
+
 def keep_run(run_dir: Path, name: str, results: Path) -> Path:
     """Keep a run's job totals of the table's metrics (and its run.json) under
     ``results/NAME/<run-id>/``: a few kB instead of the run's full rows."""
@@ -509,6 +524,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     t = sub.add_parser("trim", help="append a pytest-benchmark JSON to a suite's file")
     t.add_argument("suite", choices=sorted(SUITES))
     t.add_argument("bench_json", type=Path)
+    pa_ = sub.add_parser("paste", help="replace a page's marked blocks with the tables")
+    pa_.add_argument("page", type=Path)
     k = sub.add_parser("keep-run", help="keep a run folder's table rows under docs/results")
     k.add_argument("run_dir", type=Path)
     k.add_argument("name", choices=["sessions-paced"])
@@ -519,6 +536,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cmd == "trim":
         raw = json.loads(args.bench_json.read_text(encoding="utf-8"))
         add_benchmark_run(results / SUITES[args.suite], raw, args.suite)
+        return 0
+    if args.cmd == "paste":
+        for name in paste(args.page, results):
+            print(f"{args.page}: remade {name}")
         return 0
     if args.cmd == "keep-run":
         print(keep_run(args.run_dir, args.name, results))
