@@ -6,7 +6,7 @@ cleanup/compaction_filter.py), and with `rocksdb_options={"state_layout": "ttl_d
 does. The same `rocksdb_options` tune every DB and column family alike (rocksdb_options.py), and
 `rocksdb_stats()` reads back what RocksDB did (flushes, compactions, SST files). The write-ahead
 log is off by default, as Flink runs RocksDB: checkpoints are the durability, and the WAL costs
-~15-25% of put throughput here (README).
+~15-25% of put throughput here (docs/performance.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 rocksdict exposes no compaction-filter hook, so statebench cannot run Flink's FlinkCompactionFilter.
 It opens each such state in a DB of its own with `AccessType.with_ttl(seconds)`: RocksDB stamps
 every write with the wall-clock second and its compactions drop entries whose write time + ttl
-has passed, with no Python per entry. Differences from Flink, also listed in the README:
+has passed, with no Python per entry. Differences from Flink, also listed in docs/ttl.md:
 - whole-second granularity, on the wall clock (a ScaledClock's speedup shortens the RocksDB TTL
   to ceil(ttl_ms / 1000 / speedup) real seconds);
 - the last access it sees is the last *write*: OnCreateAndWrite matches; OnReadAndWrite matches

@@ -3,9 +3,9 @@
 Flink's heap state table is split by key group; here a state is one flat dict `key -> container`
 and a key's group is computed (and cached by the backend) only when a snapshot, a restore or a
 rescale needs it. A per-key-group dict costs a second random dict lookup on every access (the
-key's group), which measured 0.27x of a raw dict loop against 0.5x+ for the flat dict (README,
-"Design choices"). With no current key the backend's current key is NO_KEY, whose hash raises
-NoCurrentKeyError, so the hot path needs no "is a key set?" branch.
+key's group), which measured 0.27x of a raw dict loop against 0.5x+ for the flat dict
+(docs/performance.md, "Design choices"). With no current key the backend's current key is
+NO_KEY, whose hash raises NoCurrentKeyError, so the hot path needs no "is a key set?" branch.
 
 Snapshots (copy-on-write, as Flink's CopyOnWriteStateMap): `freeze()` is a snapshot's
 synchronous part, a shallow copy of the state's dict (C speed, ~10-20 ns a key). Values are

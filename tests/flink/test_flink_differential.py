@@ -9,7 +9,7 @@ background cleanup (heap incremental 5/access, RocksDB compaction filter on Flin
 the logical clock, with manual compactions in the sequence), plus explicit per-record incremental
 cleanup.
 
-Deliberate differences (README "Where statebench deliberately differs from Flink"), excluded:
+Deliberate differences (docs/ttl.md, "Where statebench deliberately differs from Flink"), excluded:
 - background cleanup + ReturnExpiredIfNotCleanedUp: *which* expired entries are still present
   depends on the cleanup walk (statebench walks a key list taken per lap, Flink its state table;
   statebench's compaction filter is RocksDB's own TTL on the wall clock and is not installed on a
