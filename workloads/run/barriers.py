@@ -3,6 +3,7 @@ record at or after their time (every task operator, statebench's and Flink's lan
 the same schedule, so their checkpoints and samples line up)."""
 
 import math
+from dataclasses import dataclass
 
 from workloads.run.config import OperatorConfig
 
@@ -10,6 +11,7 @@ CHECKPOINT, SAMPLE = 0, 1
 INFINITY = 1 << 62  # "no barrier left" / "before any record"
 
 
+@dataclass(frozen=True, order=True)
 class Barrier:
     time_ms: int
     kind: int  # CHECKPOINT before SAMPLE at the same time
