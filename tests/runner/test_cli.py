@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from workloads import cli
-from workloads.cli.run import split_list
+from workloads.cli.options import split_list
 from workloads.report.render import render_report
 from workloads.run.metrics import METRIC_SCHEMA
 

@@ -6,16 +6,20 @@ This module only dispatches. Each command lives in its own module of this packag
 and ``report``; ``diff`` adds ``diff``; ``ab`` adds ``ab``.
 
 Errors the user can fix (a bad spec, an unknown backend or strategy, ...) exit with status 2 and
-one line on stderr, without a traceback: raise :class:`CliError` or one of :data:`USAGE_ERRORS`.
-So do errors of the environment (:class:`~workloads.errors.InfrastructureError`: a Spark master
-that is invalid or does not answer, a filesystem URI that is unknown or unreachable; and an
-``OSError`` such as a full disk). A Flink lane's failed command is its root cause in one line
-(``cli/display.py``), an error raised inside a Spark task is unwrapped from Spark's
-(``engines/spark.py``: statebench's own as themselves, others as one line naming their type,
-exit 1), and py4j's own log of a broken JVM link is dropped. ``--verbose`` (before or after the
-command) prints the full traceback, Java stack and task trace as well. SIGTERM/SIGINT remove
-the run's temporary folders before the process ends
-(``workloads.run.tempdirs``); an interrupted command exits with 130.
+one line on stderr, without a traceback: raise :class:`~workloads.cli.options.CliError` (also
+importable from here) or one of :data:`USAGE_ERRORS`. So do errors of the environment
+(:class:`~workloads.errors.InfrastructureError`: a Spark master that is invalid or does not
+answer, a filesystem URI that is unknown or unreachable; and an ``OSError`` such as a full disk).
+A Flink lane's failed command is its root cause in one line (``cli/display.py``), an error
+raised inside a Spark task is unwrapped from Spark's (``engines/spark.py``: statebench's own as
+themselves, others as one line naming their type, exit 1), and py4j's own log of a broken JVM
+link is dropped. ``--verbose`` (before or after the command) prints the full traceback, Java
+stack and task trace as well. SIGTERM/SIGINT remove the run's temporary folders before the
+process ends (``workloads.run.tempdirs``); an interrupted command exits with 130.
+
+What the commands share (the usage error, option parsers, ``diff``'s and ``ab``'s round
+options) lives in ``cli/options.py``, which imports no command module; no command imports this
+package, so the package and its commands form no import circle.
 """
 
 from __future__ import annotations
@@ -28,16 +32,12 @@ import traceback
 from collections.abc import Sequence
 
 from backends.flink.errors import FlinkWorkerError
+from workloads.cli.options import CliError
 from workloads.errors import InfrastructureError
 from workloads.generator import TraceError
 from workloads.report.load import RunFolderError
 from workloads.run.plan import PlanError
 from workloads.spec import SpecError
-
-
-class CliError(Exception):
-    """A usage error: printed as ``statebench: error: <message>``, exit status 2."""
-
 
 #: Exceptions reported as usage errors (exit 2, no traceback).
 USAGE_ERRORS: tuple[type[BaseException], ...] = (

@@ -40,16 +40,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workloads.cli.run import _positive
+from workloads.cli.options import CliError, add_rounds_options, joined, positive
 
 #: The tree this code was loaded from: the source of ``diff --rerun`` and of ``.`` in ``ab``.
 SOURCE_TREE = Path(__file__).absolute().parents[2]
 #: Runs ``statebench`` from whichever tree PYTHONPATH names (old and new layouts alike).
 _BOOT = "import sys; from workloads.cli import main; sys.exit(main(sys.argv[1:]))"
 WORKING_TREE = "."
-#: Rounds are compared pairwise; n pairs cannot reach p below 2 / 2**n, so 8 rounds allow
-#: p = 0.008, enough to stay under alpha = 0.05 after adjusting for a page of tests.
-DEFAULT_ROUNDS = 8
 
 
 @dataclass(frozen=True)
@@ -64,12 +61,6 @@ class Invocation:
 
 #: (invocation, results dir) -> the run folder that invocation wrote.
 Runner = Callable[[Invocation, Path], Path]
-
-
-def _error(message: str) -> Exception:
-    from workloads.cli import CliError
-
-    return CliError(message)
 
 
 def interleave(a: Invocation, b: Invocation, rounds: int, runner: Runner,
@@ -106,12 +97,12 @@ def subprocess_runner(inv: Invocation, results_dir: Path) -> Path:
     returncode, stdout, stderr = run_child(cmd, cwd=results_dir, env=env)
     if returncode != 0:
         tail = "\n".join((stderr or stdout).strip().splitlines()[-5:])
-        raise _error(f"{inv.label} ({inv.describe}) failed with exit status "
+        raise CliError(f"{inv.label} ({inv.describe}) failed with exit status "
                      f"{returncode}:\n{tail}")
     new = sorted(p for p in results_dir.iterdir()
                  if p.name not in before and (p / "rows.parquet").is_file())
     if len(new) != 1:
-        raise _error(f"{inv.label} ({inv.describe}) wrote {len(new)} run folders in "
+        raise CliError(f"{inv.label} ({inv.describe}) wrote {len(new)} run folders in "
                      f"{results_dir}, expected 1")
     return new[0]
 
@@ -176,14 +167,14 @@ def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedPr
         return subprocess.run(["git", *args], cwd=repo, capture_output=True, check=False,
                               text=not binary, timeout=120)
     except OSError as exc:
-        raise _error(f"git is needed to export revisions: {exc}") from None
+        raise CliError(f"git is needed to export revisions: {exc}") from None
 
 
 def resolve_commit(repo: Path, rev: str) -> str:
     """The full commit id of ``rev``; a clear error for an unknown revision."""
     done = _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     if done.returncode != 0 or not done.stdout.strip():
-        raise _error(f"unknown git revision {rev!r} in {repo}")
+        raise CliError(f"unknown git revision {rev!r} in {repo}")
     return done.stdout.strip()
 
 
@@ -197,7 +188,7 @@ def export_revision(repo: Path, rev: str, dest: Path) -> tuple[Path, str]:
     commit = resolve_commit(repo, rev)
     done = _git(repo, "archive", "--format=tar", commit, binary=True)
     if done.returncode != 0:
-        raise _error(f"git archive {rev} failed: {done.stderr.decode(errors='replace').strip()}")
+        raise CliError(f"git archive {rev} failed: {done.stderr.decode(errors='replace').strip()}")
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
         tar.extractall(dest, filter="data")
@@ -207,7 +198,7 @@ def export_revision(repo: Path, rev: str, dest: Path) -> tuple[Path, str]:
 def repository_root(start: Path = SOURCE_TREE) -> Path:
     done = _git(start, "rev-parse", "--show-toplevel")
     if done.returncode != 0:
-        raise _error(f"{start} is not inside a git checkout: `statebench ab` compares revisions")
+        raise CliError(f"{start} is not inside a git checkout: `statebench ab` compares revisions")
     return Path(done.stdout.strip())
 
 
@@ -227,7 +218,7 @@ def _toml_value(value: Any) -> str:
         return str(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise _error(f"spec value {value!r} cannot be written as TOML")
+            raise CliError(f"spec value {value!r} cannot be written as TOML")
         return repr(value)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
@@ -236,7 +227,7 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, dict):
         items = ", ".join(f"{_toml_key(str(k))} = {_toml_value(v)}" for k, v in value.items())
         return "{ " + items + " }" if items else "{}"
-    raise _error(f"spec value {value!r} cannot be written as TOML")
+    raise CliError(f"spec value {value!r} cannot be written as TOML")
 
 
 def spec_toml(spec: dict[str, Any]) -> str:
@@ -255,7 +246,7 @@ def spec_toml(spec: dict[str, Any]) -> str:
             lines += [f"{_toml_key(str(k))} = {_toml_value(v)}" for k, v in table.items()]
     text = "\n".join(lines) + "\n"
     if parse_spec(tomllib.loads(text)).to_dict() != parse_spec(spec).to_dict():
-        raise _error(f"spec {spec.get('name')!r} does not survive writing it as TOML")
+        raise CliError(f"spec {spec.get('name')!r} does not survive writing it as TOML")
     return text
 
 
@@ -264,7 +255,7 @@ def run_args(meta: dict[str, Any], spec_file: Path, repetitions: int | None = No
     """The ``statebench run`` arguments that repeat the configuration recorded in run.json."""
     config = meta.get("config")
     if not isinstance(config, dict) or not isinstance(config.get("backends"), list):
-        raise _error("run.json has no run configuration (config.backends) to re-run")
+        raise CliError("run.json has no run configuration (config.backends) to re-run")
     args = ["run", str(spec_file), "--backend", ",".join(map(str, config["backends"]))]
     for strategy in config.get("strategies") or []:
         args += ["--strategy", str(strategy)]
@@ -294,10 +285,10 @@ def invocation_from_run(run_dir: Path, label: str, workdir: Path,
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise _error(f"cannot re-run {run_dir}: {path} is unreadable ({exc})") from None
+        raise CliError(f"cannot re-run {run_dir}: {path} is unreadable ({exc})") from None
     spec = meta.get("spec") if isinstance(meta, dict) else None
     if not isinstance(spec, dict):
-        raise _error(f"cannot re-run {run_dir}: --rerun re-runs folders written by "
+        raise CliError(f"cannot re-run {run_dir}: --rerun re-runs folders written by "
                      "`statebench run` (one spec in run.json)")
     spec_file = workdir / f"spec-{label}.toml"
     spec_file.write_text(spec_toml(spec), encoding="utf-8")
@@ -367,8 +358,6 @@ def run_session(a: Invocation, b: Invocation, rounds: int, root: Path, alpha: fl
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from workloads.cli.diff import add_rounds_options
-
     p = subparsers.add_parser(
         "ab", help="run two git revisions alternately (A B A B ...) and diff them",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -379,8 +368,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="backends, comma-separated (default: statebench run's)")
     p.add_argument("--strategy", action="append", metavar="LIST",
                    help="strategies (default: the spec's)")
-    p.add_argument("--events", type=_positive, help="override the spec's number of events")
-    p.add_argument("--parallelism", type=_positive, help="operator tasks")
+    p.add_argument("--events", type=positive, help="override the spec's number of events")
+    p.add_argument("--parallelism", type=positive, help="operator tasks")
     p.add_argument("--in-process", action="store_true", help="run without Spark")
     p.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     add_rounds_options(p)
@@ -398,29 +387,28 @@ def check_spec_argument(spec: str) -> None:
     if not path.exists() and not path.is_symlink():
         if path.suffix == "" and spec in builtin_specs():
             return
-        raise _error(f"SPEC {spec}: no such file, and not a shipped spec name "
+        raise CliError(f"SPEC {spec}: no such file, and not a shipped spec name "
                      f"({', '.join(builtin_specs())})")
     try:
         limits.decode_text(limits.read_bounded(path, limits.MAX_SPEC_BYTES, "spec file"), path,
                            "spec file")
     except FileNotFoundError:
-        raise _error(f"SPEC {spec}: no such file (a broken link)") from None
+        raise CliError(f"SPEC {spec}: no such file (a broken link)") from None
     except limits.FileProblem as exc:
-        raise _error(str(exc)) from None
+        raise CliError(str(exc)) from None
 
 
 def ab_command(args: argparse.Namespace) -> int:
-    from workloads.cli.run import _joined
     from workloads.run import tempdirs
 
     if args.in_process and args.master:
-        raise _error("--in-process and --master exclude each other")
+        raise CliError("--in-process and --master exclude each other")
     if args.master is not None:  # before any revision is exported
         from workloads.run.engines.masters import check_master_url
 
         check_master_url(args.master)
-    _joined(args.backend, "--backend")
-    _joined(args.strategy, "--strategy")
+    joined(args.backend, "--backend")
+    joined(args.strategy, "--strategy")
     check_spec_argument(args.spec)
     repo = repository_root()
     commits = {label: (rev if rev == WORKING_TREE else resolve_commit(repo, rev))

@@ -3,7 +3,7 @@
 Why: a results folder under ``/proc``, a report path that cannot be written, a checkpoint URI
 whose filesystem does not exist or does not answer, a taken run id, all used to surface as a
 traceback *after* the benchmark had run, losing its results. Each check here raises
-:class:`~workloads.cli.CliError` with one message that starts with the option it is about
+:class:`~workloads.cli.options.CliError` with one message that starts with the option it is about
 (``--results-dir /proc/x: ...``), and numeric options are parsed against the same
 :mod:`workloads.limits` as spec fields, so the rule and the message are the same in both.
 """
@@ -20,16 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from workloads.cli.options import CliError
 from workloads.limits import Limit
 
 #: Seconds a checkpoint filesystem URI gets to answer (create + list + write + delete).
 FILESYSTEM_TIMEOUT_S = 15.0
-
-
-def _error(message: str) -> Exception:
-    from workloads.cli import CliError
-
-    return CliError(message)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -60,7 +55,7 @@ def non_empty(option: str, items: list[str] | None, given: list[str] | None) -> 
     """``items`` parsed from ``option``'s values; refuse an option that was given but names
     nothing (``--backend ""``, ``--strategy ","``): it must not silently mean "all"."""
     if given is not None and not items:
-        raise _error(f"{option}: empty list {', '.join(repr(g) for g in given)}; name at least "
+        raise CliError(f"{option}: empty list {', '.join(repr(g) for g in given)}; name at least "
                      "one, or leave the option out for the default")
     return items
 
@@ -86,14 +81,14 @@ def writable_dir(option: str, text: str | Path, shown: str | Path | None = None)
     blocker = _blocking_file(path)
     if blocker is not None:
         where = "is a file" if blocker == Path(given) else f"is under {blocker}, which is a file"
-        raise _error(f"{option} {given}: {where}, not a folder")
+        raise CliError(f"{option} {given}: {where}, not a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".statebench-probe-"):
             pass
     except OSError as exc:
         what = "this folder" if shown is None else f"its folder {path}"
-        raise _error(f"{option} {given}: cannot create or write {what} "
+        raise CliError(f"{option} {given}: cannot create or write {what} "
                      f"({exc.strerror or exc})") from None
     return path
 
@@ -103,10 +98,10 @@ def writable_file(option: str, text: str | Path) -> Path:
     and it is not itself a folder."""
     path = Path(text)
     if path.is_dir():
-        raise _error(f"{option} {text}: is a folder; give a file name (e.g. report.html)")
+        raise CliError(f"{option} {text}: is a folder; give a file name (e.g. report.html)")
     writable_dir(option, path.parent, shown=text)
     if path.exists() and not os.access(path, os.W_OK):
-        raise _error(f"{option} {text}: the file exists and is not writable")
+        raise CliError(f"{option} {text}: the file exists and is not writable")
     return path
 
 
@@ -129,13 +124,13 @@ def run_folder_files(run_dir: str | Path) -> None:
         except (FileNotFoundError, NotADirectoryError):
             continue
         except limits.FileProblem as exc:
-            raise _error(str(exc)) from None
+            raise CliError(str(exc)) from None
         try:
             size = os.fstat(fd).st_size
         finally:
             os.close(fd)
         if size > cap:
-            raise _error(f"{path}: is {size} bytes; a run folder's {name} is read whole, at "
+            raise CliError(f"{path}: is {size} bytes; a run folder's {name} is read whole, at "
                          f"most {cap} bytes")
 
 
@@ -150,7 +145,7 @@ def lane_checkpoint_target(option: str, location: str, backends: tuple[str, ...]
     lanes = [b for b in backends if b.startswith("flink-")]
     if not lanes or "://" not in location or location.startswith("file://"):
         return
-    raise _error(f"{option} {location}: the Flink lanes ({', '.join(lanes)}) write checkpoints "
+    raise CliError(f"{option} {location}: the Flink lanes ({', '.join(lanes)}) write checkpoints "
                  "as local files; give a local folder or a file:// URI")
 
 
@@ -184,16 +179,16 @@ def checkpoint_target(option: str, location: str, timeout_s: float = FILESYSTEM_
     worker.start()
     worker.join(timeout_s)
     if worker.is_alive():
-        raise _error(f"{option} {location}: the {scheme}:// filesystem did not answer within "
+        raise CliError(f"{option} {location}: the {scheme}:// filesystem did not answer within "
                      f"{timeout_s:g} s; check the bucket/host name, the network and credentials")
     exc = outcome.get("error")
     if exc is None:
         return
     text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     if "Unrecognized filesystem type" in text or "unknown filesystem" in text.lower():
-        raise _error(f"{option} {location}: unknown URI scheme '{scheme}://'; use a local "
+        raise CliError(f"{option} {location}: unknown URI scheme '{scheme}://'; use a local "
                      "path or a pyarrow.fs URI (file://, s3://, gs://, hdfs://)")
-    raise _error(f"{option} {location}: cannot write there ({text}); check the bucket/host "
+    raise CliError(f"{option} {location}: cannot write there ({text}); check the bucket/host "
                  "name, that it exists, the network and credentials")
 
 

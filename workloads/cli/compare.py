@@ -15,7 +15,8 @@ from pathlib import Path
 
 from workloads import limits
 from workloads.cli.checks import bounded
-from workloads.cli.run import _positive
+from workloads.cli.options import CliError, joined, positive, refuse_duplicates
+from workloads.cli.progress import Progress
 from workloads.results.store import DEFAULT_RESULTS_DIR
 
 
@@ -44,7 +45,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--repetitions", type=bounded(limits.REPETITIONS), default=DEFAULT_REPETITIONS,
                    help=f"runs per scenario, for medians and spread (default "
                         f"{DEFAULT_REPETITIONS})")
-    p.add_argument("--parallelism", type=_positive, default=2,
+    p.add_argument("--parallelism", type=positive, default=2,
                    help="operator tasks (default 2)")
     p.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR,
                    help=f"where the run folder goes (default {DEFAULT_RESULTS_DIR}/)")
@@ -66,16 +67,9 @@ def _run_dir(text: str) -> Path:
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    from workloads.cli import CliError
     from workloads.cli.checks import non_empty, writable_dir
     from workloads.cli.lifecycle import command_scope
-    from workloads.cli.run import (
-        _joined,
-        _progress,
-        refuse_duplicates,
-        refuse_long_schedule,
-        summary_table,
-    )
+    from workloads.cli.run import refuse_long_schedule, summary_table
     from workloads.report import render_report
     from workloads.results.store import RunExistsError, run_dir_free
     from workloads.run import tempdirs
@@ -98,9 +92,9 @@ def compare_command(args: argparse.Namespace) -> int:
     tempdirs.sweep([None, args.results_dir])  # folders of runs killed earlier (kill -9)
     refuse_duplicates("SPEC", list(args.specs))
     specs = load_specs(args.specs or DEFAULT_SPECS, args.events)
-    backends = tuple(non_empty("--backend", _joined(args.backend, "--backend"), args.backend)
+    backends = tuple(non_empty("--backend", joined(args.backend, "--backend"), args.backend)
                      or default_backends(lambda line: print(line, file=sys.stderr)))
-    strategies = non_empty("--strategy", _joined(args.strategy, "--strategy"), args.strategy)
+    strategies = non_empty("--strategy", joined(args.strategy, "--strategy"), args.strategy)
     sweep = None
     if args.sweep is not None:
         from workloads.run.sweep import SweepError, parse_sweep
@@ -119,7 +113,8 @@ def compare_command(args: argparse.Namespace) -> int:
         run_dir_free(args.results_dir, configs[0].run_id)
     except RunExistsError as exc:
         raise CliError(f"--results-dir {args.results_dir}: {exc}") from None
-    step, close = _progress(planned_jobs(configs), "compare")
+    progress = Progress(planned_jobs(configs), "compare")  # a bar with ETA, or log lines
+    step, close = progress.step, progress.close
     with command_scope(args.results_dir):  # no process or folder of the run outlives it
         try:
             outcomes = run_comparison(configs, master=args.master, in_process=args.in_process,

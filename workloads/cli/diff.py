@@ -16,35 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from workloads.cli.run import _positive
-from workloads.results.store import DEFAULT_RESULTS_DIR
-
-
-def _alpha(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
-    return value
-
-
-def add_rounds_options(p: argparse.ArgumentParser) -> None:
-    """Options shared by ``diff --rerun`` and ``ab``."""
-    from workloads.cli.ab import DEFAULT_ROUNDS
-    from workloads.report.verdict import ALPHA
-
-    p.add_argument("--rounds", type=_positive, default=DEFAULT_ROUNDS,
-                   help=f"rounds per side, run alternately A B A B ... (default {DEFAULT_ROUNDS})")
-    p.add_argument("--repetitions", type=_positive, default=None,
-                   help="repetitions inside each round (default: as stored / 1); each round "
-                        "counts as one sample")
-    p.add_argument("--alpha", type=_alpha, default=ALPHA,
-                   help=f"significance level of the rank test (default {ALPHA})")
-    p.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR,
-                   help=f"where the ab-<time>/ session folder goes "
-                        f"(default {DEFAULT_RESULTS_DIR}/)")
+from workloads.cli.options import CliError, add_rounds_options
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -74,7 +46,6 @@ def _run_dir(text: str) -> Path:
 def refuse_clobber(option: str, output: str | Path | None, run_dirs: list[Path]) -> None:
     """An output file must not be one of the input run folders' own data (``-o RUN/run.json``
     replaced the run's record with a page)."""
-    from workloads.cli import CliError
     from workloads.results.store import META_FILE, ROWS_FILE
 
     if output is None:

@@ -13,46 +13,19 @@ import dataclasses
 import math
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from workloads import limits
 from workloads.cli.checks import bounded
+from workloads.cli.options import CliError, joined, positive
+from workloads.cli.progress import Progress
 from workloads.results.store import DEFAULT_RESULTS_DIR, write_run
 from workloads.results.summaries import STORED_ENTRIES, summaries
 from workloads.run.engines import make_engine
-from workloads.run.plan import RunConfig, RunOutcome, Scenario, plan_scenarios
+from workloads.run.plan import RunConfig, RunOutcome, plan_scenarios
 from workloads.run.runner import run
 from workloads.spec import load_spec
-
-
-def split_list(text: str) -> list[str]:
-    """Split a comma-separated list, keeping commas inside parentheses:
-    ``"none,incremental(5, false)"`` -> ``["none", "incremental(5, false)"]``."""
-    items, depth, current = [], 0, []
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth = max(0, depth - 1)
-        if ch == "," and depth == 0:
-            items.append("".join(current).strip())
-            current = []
-        else:
-            current.append(ch)
-    items.append("".join(current).strip())
-    return [i for i in items if i]
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -75,7 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="run without Spark, in this process")
     p.add_argument("--events", type=bounded(limits.EVENTS),
                    help=f"override the spec's number of events (1..{limits.MAX_EVENTS})")
-    p.add_argument("--parallelism", type=_positive, default=2,
+    p.add_argument("--parallelism", type=positive, default=2,
                    help="operator tasks (key-group ranges) (default 2)")
     p.add_argument("--source-partitions", type=bounded(limits.SOURCE_PARTITIONS),
                    help=f"generator partitions, 1..{limits.MAX_SOURCE_PARTITIONS} "
@@ -107,45 +80,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run_command)
 
 
-def _joined(values: list[str] | None, option: str | None = None) -> list[str] | None:
-    """The items of a repeatable comma-separated option; with ``option``, an item given twice
-    is refused (see :func:`refuse_duplicates`)."""
-    if not values:
-        return None
-    items = [item for value in values for item in split_list(value)]
-    if option is not None:
-        refuse_duplicates(option, items)
-    return items
-
-
-def _canonical(option: str, item: str) -> str:
-    """What makes two items of ``option`` the same: a strategy's canonical label
-    (``incremental(5,false)`` = ``incremental(5, false)``), else the text."""
-    if option == "--strategy":
-        import backends
-
-        try:
-            return backends.parse_strategy(item).label
-        except ValueError:
-            return item  # the run's own check names what is wrong with it
-    return item
-
-
-def refuse_duplicates(option: str, items: list[str]) -> None:
-    """One line when a list names the same thing twice: ``--backend heap,heap`` ran (and
-    counted) every heap scenario twice, a compare's spec twice its workload."""
-    from workloads.cli import CliError
-
-    seen: dict[str, str] = {}
-    for item in items:
-        key = _canonical(option, item)
-        if key in seen:
-            same = (f"'{item}'" if seen[key] == item
-                    else f"'{seen[key]}' and '{item}' (the same {option.lstrip('-')})")
-            raise CliError(f"{option}: {same} given twice; name each once")
-        seen[key] = item
-
-
 def same_folder(a: str | Path, b: str | Path) -> bool:
     """Whether two local folder names (existing or not) are one folder."""
     return os.path.realpath(os.path.abspath(a)) == os.path.realpath(os.path.abspath(b))
@@ -155,7 +89,6 @@ def refuse_overlap(results_dir: str, checkpoint_dir: str | None) -> None:
     """Checkpoints go to ``<checkpoint dir>/<run id>/`` and results to
     ``<results dir>/<run id>/``: one folder for both makes the run's checkpoints take its
     results' place, and the results were lost at the end of the run. Refused up front."""
-    from workloads.cli import CliError
 
     if checkpoint_dir is None:
         return
@@ -171,7 +104,6 @@ def refuse_overlap(results_dir: str, checkpoint_dir: str | None) -> None:
 
 
 def build_config(args: argparse.Namespace, checkpoint_root: str | None) -> RunConfig:
-    from workloads.cli import CliError
     from workloads.cli.checks import non_empty
 
     spec = load_spec(args.spec)
@@ -183,9 +115,9 @@ def build_config(args: argparse.Namespace, checkpoint_root: str | None) -> RunCo
         from workloads.run.engines.masters import check_master_url
 
         check_master_url(args.master)
-    backends = tuple(non_empty("--backend", _joined(args.backend, "--backend"), args.backend)
+    backends = tuple(non_empty("--backend", joined(args.backend, "--backend"), args.backend)
                      or ("heap", "rocksdb"))
-    strategies = non_empty("--strategy", _joined(args.strategy, "--strategy"), args.strategy)
+    strategies = non_empty("--strategy", joined(args.strategy, "--strategy"), args.strategy)
     sweep = None
     if getattr(args, "sweep", None) is not None:
         from workloads.run.sweep import SweepError, parse_sweep
@@ -214,19 +146,10 @@ def build_config(args: argparse.Namespace, checkpoint_root: str | None) -> RunCo
     )
 
 
-def _progress(total: int, desc: str) -> tuple[Callable[[Scenario, int], None], Callable[[], None]]:
-    """The runner's job callback and a closer: a bar with ETA, or log lines (cli/progress.py)."""
-    from workloads.cli.progress import Progress
-
-    progress = Progress(total, desc)
-    return progress.step, progress.close
-
-
 def refuse_long_schedule(cfg: RunConfig) -> None:
     """A generated run's checkpoints and samples are planned up front (every barrier at once):
     their number is bounded by ``workloads.limits`` and checked before any event is made (a
     trace's, once its rows are read: ``workloads.run.engines.check_schedule``)."""
-    from workloads.cli import CliError
     from workloads.run.config import default_sample_interval
     from workloads.run.plan import spec_time_frame
 
@@ -253,7 +176,7 @@ def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:
     folder and a free run id, the checkpoint target, a trace that can be read; and a warning
     when a scenario's state may not fit on the disk. One message naming the option, no work
     lost."""
-    from workloads.cli import CliError, checks
+    from workloads.cli import checks
     from workloads.generator import total_events
     from workloads.results.store import RunExistsError, run_dir_free
 
@@ -294,7 +217,8 @@ def _run_checked(args: argparse.Namespace, cfg: RunConfig) -> int:
     with checkpoints as checkpoint_root:
         cfg = dataclasses.replace(cfg, checkpoint_root=checkpoint_root)
         runnable, _ = plan_scenarios(cfg)
-        step, close = _progress(len(runnable) * cfg.repetitions, cfg.spec.name)
+        progress = Progress(len(runnable) * cfg.repetitions, cfg.spec.name)  # bar or log lines
+        step, close = progress.step, progress.close
         try:
             outcome = run(cfg, make_engine(args.in_process, args.master), on_job=step)
         finally:
