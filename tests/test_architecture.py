@@ -1,9 +1,11 @@
-"""Structural rules of `backends/`, read from the source's syntax trees (nothing is imported).
+"""Structural rules of `backends/` and `workloads/`, read from the source's syntax trees
+(nothing is imported).
 
-1. No import cycle inside `backends/`, counting imports inside functions too: a function-level
-   import hides a cycle from Python's import machinery but not from a reader, who then cannot
-   understand one module without the other. (A submodule's implicit import of its parent
-   package is not an edge, as in import-linter: every package's `__init__` re-exports.)
+1. No import cycle inside `backends/` nor inside `workloads/`, counting imports inside functions
+   too: a function-level import hides a cycle from Python's import machinery but not from a
+   reader, who then cannot understand one module without the other. (A submodule's implicit
+   import of its parent package is not an edge, as in import-linter: every package's `__init__`
+   re-exports. An explicit `from pkg import name` of a submodule is one.)
 2. Only a class writes its objects' private attributes: `x._name = ...` (or `del`, augmented
    assignment, `setattr(x, "_name", ...)`) is allowed on `self`/`cls`, or on a local name a
    method bound to `self` (a hot-path closure's `backend = self`). Snapshot code once wrote
@@ -18,8 +20,13 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "backends"
+#: Every package whose modules must form no import circle, with one module it surely has (so a
+#: walk that found nothing cannot pass).
+ACYCLIC_PACKAGES = {"backends": "backends.keyed_backend", "workloads": "workloads.cli.run"}
 
 
 # --------------------------------------------------------------------------- import graph
@@ -122,11 +129,12 @@ def _edges_in(component: list[str], graph: dict[str, set[str]]) -> list[str]:
     return [f"{a} -> {b}" for a in component for b in sorted(graph[a] & members)]
 
 
-def test_backends_has_no_import_cycle() -> None:
-    graph = import_graph(ROOT, PACKAGE)
-    assert "backends.keyed_backend" in graph and len(graph) > 20  # the walk found the package
+@pytest.mark.parametrize("package", sorted(ACYCLIC_PACKAGES))
+def test_package_has_no_import_cycle(package: str) -> None:
+    graph = import_graph(ROOT, package)
+    assert ACYCLIC_PACKAGES[package] in graph and len(graph) > 20  # the walk found the package
     found = cycles(graph)
-    assert not found, "import cycles in backends/: " + "; ".join(
+    assert not found, f"import cycles in {package}/: " + "; ".join(
         ", ".join(_edges_in(c, graph)) for c in found)
 
 
@@ -142,6 +150,29 @@ def test_cycle_check_sees_function_level_imports(tmp_path: Path) -> None:
     assert graph["pkg.a"] == {"pkg.sub.b"}
     assert graph["pkg.sub.b"] == {"pkg.a"}
     assert cycles(graph) == [["pkg.a", "pkg.sub.b"]]
+
+
+def test_cycle_check_sees_a_circle_through_a_package_init(tmp_path: Path) -> None:
+    """The two shapes workloads/ had: a package's `__init__` importing its submodules inside a
+    function while they import a name from the package (cli's CliError, engines'
+    check_schedule), and two submodules importing each other inside functions (cli's ab and
+    diff). Moving the shared name to a module of its own breaks both."""
+    pkg = tmp_path / "app"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "class AppError(Exception):\n    pass\n"
+        "def build():\n    from app import ab, diff\n    return ab, diff\n")
+    (pkg / "ab.py").write_text("def f():\n    from app import AppError\n"
+                               "    from app.diff import g\n    return AppError, g\n")
+    (pkg / "diff.py").write_text("def g():\n    from app.ab import f\n    return f\n")
+    graph = import_graph(tmp_path, "app")
+    assert cycles(graph) == [["app", "app.ab", "app.diff"]]
+    (pkg / "errors.py").write_text("class AppError(Exception):\n    pass\n")
+    (pkg / "__init__.py").write_text(
+        "from app.errors import AppError\ndef build():\n    from app import ab, diff\n"
+        "    return AppError, ab, diff\n")
+    (pkg / "ab.py").write_text("from app.errors import AppError\n")
+    assert cycles(import_graph(tmp_path, "app")) == []
 
 
 # --------------------------------------------------------------------------- private writes

@@ -149,7 +149,7 @@ def build_config(args: argparse.Namespace, checkpoint_root: str | None) -> RunCo
 def refuse_long_schedule(cfg: RunConfig) -> None:
     """A generated run's checkpoints and samples are planned up front (every barrier at once):
     their number is bounded by ``workloads.limits`` and checked before any event is made (a
-    trace's, once its rows are read: ``workloads.run.engines.check_schedule``)."""
+    trace's, once its rows are read: ``workloads.run.engines.schedule``)."""
     from workloads.run.config import default_sample_interval
     from workloads.run.plan import spec_time_frame
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workloads.run.config import OperatorConfig
-from workloads.run.engines import check_schedule
+from workloads.run.engines.schedule import check_schedule
 from workloads.run.metrics import METRIC_SCHEMA
 from workloads.run.plan import DataFacts, RunConfig, RunOutcome, spec_time_frame
 from workloads.run.runner import JobCallback, run
