@@ -75,6 +75,19 @@ Format (all sections; defaults in brackets)::
     kind = "generator"                 # | trace (then [keys], [operations], [time] must be absent)
     path = "trace.parquet"             # trace only; relative to the spec file
 
+    [operator]                         # optional: an operator over Nexmark input (issue 17);
+    kind = "dedup"                     # see workloads/operators; then [keys] and [operations]
+    query = "q18"                      # are absent and [time] drives workloads.nexmark
+    window_ms = 10_000                 # windows: size; slide_ms (sliding), gap_ms (session)
+    lower_ms = 0                       # interval_join: bid.ts - auction.ts in lower..upper
+    upper_ms = 10_000
+    top_n = 3                          # topn: rows kept per key
+    category = 10                      # regular_join: auction side filter (q20), -1 = none
+    agg = "max"                        # windows/group_agg: max | sum | count
+    group_by = "auction"               # group_agg: auction | bidder | category
+    [nexmark]                          # optional with [operator]: workloads.nexmark knobs
+    hot_auction_ratio = 2              # and the rest of NexmarkConfig's fields (not rate/time)
+
 Every number has a documented range (``workloads.limits``, shared with the CLI options): e.g.
 ``time.rate`` in 1..1e9 events per logical second, ``time.events`` in 1..1e10, every time and
 duration within 2**53 ms (so ``start_ms + duration + ttl`` fits int64), ``values`` sizes up to
@@ -110,6 +123,11 @@ VISIBILITIES = ("NeverReturnExpired", "ReturnExpiredIfNotCleanedUp")
 TIME_CHARACTERISTICS = ("ProcessingTime", "EventTime")
 CHECKPOINT_MODES = ("full", "incremental")
 SOURCE_KINDS = ("generator", "trace")
+#: Operator kinds of an ``[operator]`` table (workloads/operators, issue 17).
+OPERATOR_KINDS = ("tumbling_window", "sliding_window", "session_window", "interval_join",
+                  "regular_join", "group_agg", "dedup", "topn")
+OPERATOR_AGGS = ("max", "sum", "count")
+OPERATOR_GROUP_BY = ("auction", "bidder", "category")
 
 #: Tolerance on the sum of operation proportions.
 PROPORTION_TOLERANCE = 1e-9
@@ -328,6 +346,39 @@ class SourceSpec:
 
 
 @dataclass(frozen=True)
+class NexmarkSpec:
+    """``[nexmark]``: the Nexmark generator's knobs besides rate and time (``[time]`` gives
+    those); the fields and defaults of ``workloads.nexmark.NexmarkConfig``."""
+
+    hot_auction_ratio: int = 2
+    hot_bidder_ratio: int = 4
+    hot_seller_ratio: int = 4
+    auction_duration_ms: tuple[int, int] | None = None
+    num_active_people: int = 1000
+    in_flight_auctions: int = 100
+    num_categories: int = 5
+
+
+@dataclass(frozen=True)
+class OperatorSpec:
+    """``[operator]``: which Flink operator the run emulates over Nexmark input, and its
+    parameters (``workloads.operators`` documents each kind)."""
+
+    kind: str
+    query: str = ""
+    window_ms: int = 10_000
+    slide_ms: int = 2_000
+    gap_ms: int = 1_000
+    lower_ms: int = 0
+    upper_ms: int = 10_000
+    top_n: int = 3
+    category: int = -1
+    agg: str = "max"
+    group_by: str = "auction"
+    nexmark: NexmarkSpec = field(default_factory=NexmarkSpec)
+
+
+@dataclass(frozen=True)
 class WorkloadSpec:
     """A validated workload. Build with :func:`load_spec` / :func:`parse_spec`.
 
@@ -347,6 +398,7 @@ class WorkloadSpec:
     source: SourceSpec
     origin: str | None = field(default=None, compare=False)
     rocksdb: RocksDBSpec = field(default_factory=RocksDBSpec)
+    operator: OperatorSpec | None = None
 
     @property
     def proportions(self) -> dict[Op, float]:
@@ -372,6 +424,10 @@ class WorkloadSpec:
         if self.rocksdb.options():
             out["rocksdb"] = self.rocksdb.options()
         out["source"] = _plain(self.source)
+        if self.operator is not None:
+            op = _plain(self.operator)
+            out["nexmark"] = op.pop("nexmark")
+            out["operator"] = op
         return out
 
     def with_overrides(self, **overrides: Any) -> WorkloadSpec:
@@ -499,8 +555,20 @@ def parse_spec(
     seed = root.get_int("seed", default=0, limit=limits.SEED)
     source_spec = _parse_source(root.get_table("source", required=False), source, base_dir)
     is_trace = source_spec.kind == "trace"
-    keys_t = root.get_table("keys", required=not is_trace)
-    ops_t = root.get_table("operations", required=not is_trace)
+    op_t = root.get_table("operator", required=False)
+    nexmark_t = root.get_table("nexmark", required=False)
+    if op_t is not None and is_trace:
+        raise SpecError("operator", "not used with source.kind = 'trace' (operators read "
+                        "generated Nexmark input); remove one", source)
+    if nexmark_t is not None and op_t is None:
+        raise SpecError("nexmark", "only used with an [operator] table; remove it", source)
+    keys_t = root.get_table("keys", required=not is_trace and op_t is None)
+    ops_t = root.get_table("operations", required=not is_trace and op_t is None)
+    if op_t is not None:
+        for section, table in (("keys", keys_t), ("operations", ops_t)):
+            if table is not None:
+                raise SpecError(section, "not used with an [operator] table (its Nexmark input "
+                                "decides keys and state accesses); remove it", source)
     time_t = root.get_table("time", required=not is_trace)
     if is_trace:
         for section, table in (("keys", keys_t), ("operations", ops_t), ("time", time_t)):
@@ -523,7 +591,11 @@ def parse_spec(
         source=source_spec,
         origin=source,
         rocksdb=_parse_rocksdb(root.get_table("rocksdb", required=False)),
+        operator=_parse_operator(op_t, nexmark_t) if op_t is not None else None,
     )
+    if spec.operator is not None and time_spec is not None and time_spec.sine_amplitude:
+        raise SpecError("time.sine_amplitude", "must be 0 with an [operator] table (the "
+                        "Nexmark generator's rate is constant)", source)
     root.finish()
     return spec
 
@@ -1039,6 +1111,59 @@ def _parse_rocksdb(t: _Table | None) -> RocksDBSpec:
         compression=t.get_str("compression", default=None, choices=ROCKSDB_COMPRESSIONS),
         periodic_compaction_ms=t.get_int("periodic_compaction_ms", default=None,
                                          limit=limits.ROCKSDB_PERIOD_MS),
+    )
+    t.finish()
+    return spec
+
+
+def _parse_operator(t: _Table, nexmark_t: _Table | None) -> OperatorSpec:
+    kind = t.get_str("kind", choices=OPERATOR_KINDS)
+    ms = limits.POSITIVE_TIME_MS
+    spec = OperatorSpec(
+        kind=kind,
+        query=t.get_str("query", default=""),
+        window_ms=t.get_int("window_ms", default=10_000, limit=ms),
+        slide_ms=t.get_int("slide_ms", default=2_000, limit=ms),
+        gap_ms=t.get_int("gap_ms", default=1_000, limit=ms),
+        lower_ms=t.get_int("lower_ms", default=0, minimum=-limits.MAX_TIME_MS,
+                           maximum=limits.MAX_TIME_MS),
+        upper_ms=t.get_int("upper_ms", default=10_000, minimum=-limits.MAX_TIME_MS,
+                           maximum=limits.MAX_TIME_MS),
+        top_n=t.get_int("top_n", default=3, minimum=1, maximum=10_000),
+        category=t.get_int("category", default=-1, minimum=-1, maximum=2**31 - 1),
+        agg=t.get_str("agg", default="max", choices=OPERATOR_AGGS),
+        group_by=t.get_str("group_by", default="auction", choices=OPERATOR_GROUP_BY),
+        nexmark=_parse_nexmark(nexmark_t),
+    )
+    if spec.lower_ms > spec.upper_ms:
+        raise t.error("lower_ms", f"must be <= upper_ms ({spec.upper_ms}), got {spec.lower_ms}")
+    if kind == "sliding_window" and spec.window_ms % spec.slide_ms:
+        raise t.error("slide_ms", f"must divide window_ms ({spec.window_ms}), got "
+                      f"{spec.slide_ms}")
+    t.finish()
+    return spec
+
+
+def _parse_nexmark(t: _Table | None) -> NexmarkSpec:
+    if t is None:
+        return NexmarkSpec()
+    ratio = {"minimum": 1, "maximum": 10**9}
+    duration = t.raw("auction_duration_ms", default=None)
+    if duration is not None:
+        if (not isinstance(duration, list | tuple) or len(duration) != 2
+                or not all(isinstance(x, int) and not isinstance(x, bool) for x in duration)
+                or not 1 <= duration[0] <= duration[1] <= limits.MAX_TIME_MS):
+            raise t.error("auction_duration_ms", f"expected [lo, hi] integers with 1 <= lo <= hi"
+                          f" <= {limits.MAX_TIME_MS}, got {_kind(duration)}")
+        duration = (duration[0], duration[1])
+    spec = NexmarkSpec(
+        hot_auction_ratio=t.get_int("hot_auction_ratio", default=2, **ratio),
+        hot_bidder_ratio=t.get_int("hot_bidder_ratio", default=4, **ratio),
+        hot_seller_ratio=t.get_int("hot_seller_ratio", default=4, **ratio),
+        auction_duration_ms=duration,
+        num_active_people=t.get_int("num_active_people", default=1000, **ratio),
+        in_flight_auctions=t.get_int("in_flight_auctions", default=100, **ratio),
+        num_categories=t.get_int("num_categories", default=5, **ratio),
     )
     t.finish()
     return spec
