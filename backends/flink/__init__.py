@@ -1,7 +1,8 @@
 """Flink's own keyed state backends as statebench reference lanes and conformance oracle.
 
-One JVM worker per `FlinkWorker` runs Flink 2.x's HeapKeyedStateBackend or
-RocksDBKeyedStateBackend, built directly (as apache/flink-benchmarks does), with a TtlTimeProvider
+One JVM worker per `FlinkWorker` runs Flink 2.x's HeapKeyedStateBackend,
+RocksDBKeyedStateBackend or ForSt's ForStSyncKeyedStateBackend, built directly (as
+apache/flink-benchmarks does), with a TtlTimeProvider
 whose time the caller sets: a logical, processing-time TTL clock that Flink's RocksDB compaction
 filter reads too. The Java source ships in `backends/flink/java` and is compiled with `javac`
 (JDK 17) against the installed `apache-flink-libraries` jar on first use, then cached
@@ -36,11 +37,13 @@ tagged value:  u8 tag | payload: 0 null | 1 long i64 | 2 str | 3 double f64 | 4 
 type codes (REGISTER, OPEN_BACKEND key type): the tags 1 long, 2 string, 3 double, 4 bool.
 
 Control family (0x01-0x1F)                                         result
-  0x01 OPEN_BACKEND u8 kind (0 heap, 1 rocksdb), u8 key type, i32 max parallelism,
-       i32 first key group, i32 last key group, str RocksDB folder,
+  0x01 OPEN_BACKEND u8 kind (0 heap, 1 rocksdb, 2 forst), u8 key type, i32 max parallelism,
+       i32 first key group, i32 last key group, str RocksDB/ForSt (working) folder,
        i64 query_time_after_num_entries, i64 periodic compaction ms (-1 = Flink's default),
        u8 incremental checkpoints, i32 n, n x (str key, str value): Flink configuration of
-       the RocksDB backend (backends.flink.register.rocksdb_configuration)   -- (closes the old one)
+       the RocksDB backend (backends.flink.register.rocksdb_configuration) or of ForSt
+       (forst_configuration, plus state.backend.forst.primary-dir: its primary folder)
+                                                                         -- (closes the old one)
   0x02 SET_TIME i64 ms (the TtlTimeProvider's time)                      --
   0x03 SET_KEY tagged value (long or string, as opened)                  --
   0x04 REGISTER u16 state id, u8 kind (1 value, 2 list, 3 map, 4 reducing, 5 aggregating),
@@ -59,6 +62,9 @@ Control family (0x01-0x1F)                                         result
   0x09 CLOSE (dispose the backend and exit after this frame)           --
   0x0A FLUSH (RocksDB memtables of every state)                        --
   0x0B PROPERTIES i32 n, n str RocksDB property names      map state -> map property -> long
+  0x0C FORST_TTL_PROBE u8 path (1 sync/V1, 2 async/V2), i32 keys, i64 ttl ms, str working
+       folder, str primary folder, i64 query time after num entries (its own backend; see
+       backends.flink.forst)      [long entries before, long after, long expired readable, bool]
 State-operation family (0x20-0x3F): u16 state id, then
   0x20 CLEAR | 0x21 VALUE_GET -> value | 0x22 VALUE_UPDATE value (null clears)
   0x23 LIST_GET -> list or null | 0x24 LIST_ADD value | 0x25 LIST_ADD_ALL list |

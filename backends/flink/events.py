@@ -17,7 +17,9 @@ column) and one Java loop (``statebench.flink.Events``) applies them exactly as
        value_size i32 (string/bytes), map_key i32                                   --
   0x42 EV_SAMPLE i64 now (i64 min = the lane's clock)
        [long live, long expired, long logical bytes, long expired logical bytes, long physical,
-        list of double RocksDB stats (ROCKSDB_STATS order; empty on heap, NaN = none), long now]
+        list of double RocksDB stats (ROCKSDB_STATS order; empty on heap, NaN = none; ForSt's
+        too: the same RocksDB statistics), list of long bytes on disk [local working folder,
+        primary folder] (ForSt only, else empty), long now]
   0x43 EV_STATS   first waits for the asynchronous phase of the last EV_CHECKPOINT (the end of
                    input) and completes it, then
                   [long records, long post-warm-up records, long busy ns, long expired returned,
@@ -157,13 +159,17 @@ class Sample:
     physical_bytes: int
     rocksdb: dict[str, float | None]  # ROCKSDB_STATS; {} on heap, None where there is none yet
     now_ms: int
+    #: ForSt: bytes of the files in its local working folder and on its primary folder
+    local_bytes: int | None = None
+    primary_bytes: int | None = None
 
 
 def decode_sample(result: Any) -> Sample:
-    live, expired, logical, expired_bytes, physical, rocks, now = result
+    live, expired, logical, expired_bytes, physical, rocks, storage, now = result
     stats = {k: (None if v != v else v) for k, v in zip(ROCKSDB_STATS, rocks)}  # NaN -> None
+    local, primary = (int(storage[0]), int(storage[1])) if storage else (None, None)
     return Sample(int(live), int(expired), int(logical), int(expired_bytes), int(physical),
-                  stats, int(now))
+                  stats, int(now), local, primary)
 
 
 @dataclass(frozen=True)

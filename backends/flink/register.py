@@ -75,6 +75,31 @@ def rocksdb_configuration(options: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+#: statebench's RocksDB option -> ForSt's configuration key (ForStConfigurableOptions), the
+#: same mapping as ROCKSDB_CONFIG_KEYS: every [rocksdb] option has a ForSt equivalent (ForSt is
+#: RocksDB 8.10 underneath, with Flink's state.backend.rocksdb.* options renamed
+#: state.backend.forst.*). level0_file_num_compaction_trigger has no Flink option on either
+#: backend; the worker sets it through a ForStOptionsFactory, as it does for RocksDB.
+#: periodic_compaction_ms goes with the compaction filter (per backend), as on RocksDB.
+FORST_CONFIG_KEYS = {
+    "write_buffer_size": "state.backend.forst.writebuffer.size",
+    "max_write_buffer_number": "state.backend.forst.writebuffer.count",
+    "target_file_size_base": "state.backend.forst.compaction.level.target-file-size-base",
+    "block_cache_size": "state.backend.forst.block.cache-size",
+    "compression": "state.backend.forst.compression.per.level",
+    "level0_file_num_compaction_trigger": "statebench.forst.level0-file-num-compaction-trigger",
+}
+#: The worker's key for ForSt's primary ("remote") folder: Flink's own option name.
+FORST_PRIMARY_DIR = "state.backend.forst.primary-dir"
+
+
+def forst_configuration(options: dict[str, Any]) -> dict[str, str]:
+    """A spec's [rocksdb] options as the Flink configuration of ForSt's keyed backend: the same
+    values as `rocksdb_configuration`, under ForSt's keys (FORST_CONFIG_KEYS)."""
+    renamed = {ROCKSDB_CONFIG_KEYS[name]: FORST_CONFIG_KEYS[name] for name in FORST_CONFIG_KEYS}
+    return {renamed[key]: value for key, value in rocksdb_configuration(options).items()}
+
+
 _REGISTER = struct.Struct(">BHB")
 _REGISTER_TAIL = struct.Struct(">BBBqBBBiBq")
 

@@ -8,6 +8,7 @@ from typing import Any
 # control family
 OPEN_BACKEND, SET_TIME, SET_KEY, REGISTER, COMPACT, COUNTS = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06
 SNAPSHOT, BENCH, CLOSE, FLUSH, PROPERTIES = 0x07, 0x08, 0x09, 0x0A, 0x0B
+FORST_TTL_PROBE = 0x0C
 # state-operation family: u16 state id, then arguments
 CLEAR, VALUE_GET, VALUE_UPDATE = 0x20, 0x21, 0x22
 LIST_GET, LIST_ADD, LIST_ADD_ALL, LIST_UPDATE = 0x23, 0x24, 0x25, 0x26

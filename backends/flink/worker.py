@@ -33,10 +33,18 @@ from backends.descriptors import StateDescriptor
 from backends.flink import wire
 from backends.flink.build import MAIN_CLASS, ensure_worker_built
 from backends.flink.errors import FlinkCommandError, FlinkWorkerError
-from backends.flink.register import FlinkState, encode_register, rocksdb_configuration
+from backends.flink.register import (
+    FORST_PRIMARY_DIR,
+    FlinkState,
+    encode_register,
+    forst_configuration,
+    rocksdb_configuration,
+)
 from backends.keygroups import KeyGroupRange
 
-KINDS = ("heap", "rocksdb")
+KINDS = ("heap", "rocksdb", "forst")
+#: OPEN_BACKEND's kind byte per backend kind.
+_KIND_CODES = {"heap": 0, "rocksdb": 1, "forst": 2}
 KEY_TYPES = {"long": wire.T_LONG, "string": wire.T_STRING}
 JVM_OPTIONS = (
     "-XX:+UseSerialGC",
@@ -298,14 +306,19 @@ class Batch:
 
 
 class FlinkWorker:
-    """A JVM with one Flink keyed state backend (heap or RocksDB) under a logical TTL clock.
+    """A JVM with one Flink keyed state backend (heap, RocksDB or ForSt) under a logical TTL
+    clock.
 
     Keys are all longs or all strings (`key_type`), as Flink's key serializer is one type.
     `max_parallelism` and `key_group_range` mean what they mean for statebench's backends.
     RocksDB options that Flink 2.x sets per backend: `query_time_after_num_entries` and
     `periodic_compaction_ms` of the compaction filter, `incremental_checkpoints`, and
     `rocksdb_options` (statebench's RocksDB option names, as a spec's [rocksdb] table: see
-    `spec.rocksdb_configuration`). `reset()` opens a fresh backend in the same JVM (tests share one
+    `spec.rocksdb_configuration`; on ForSt the same options under ForSt's keys,
+    `register.forst_configuration`). ForSt ("forst": its synchronous, V1 keyed backend) keeps its
+    working folder at `path` and its DB files on a primary folder of its own, `primary_path`
+    (default: a fresh folder beside `path`'s default; any Flink file system URI is passed on).
+    `reset()` opens a fresh backend in the same JVM (tests share one
     JVM per module). Use as a context manager, or call close().
     """
 
@@ -314,7 +327,8 @@ class FlinkWorker:
                  path: str | os.PathLike | None = None, query_time_after_num_entries: int = 1000,
                  periodic_compaction_ms: int | None = None,
                  rocksdb_options: Mapping[str, Any] | None = None,
-                 incremental_checkpoints: bool = False, timeout_s: float = 120.0,
+                 incremental_checkpoints: bool = False,
+                 primary_path: str | os.PathLike | None = None, timeout_s: float = 120.0,
                  startup_timeout_s: float = 120.0, heap_mb: int = 1024,
                  java_options: Iterable[str] = ()) -> None:
         self.timeout_s = timeout_s
@@ -339,7 +353,8 @@ class FlinkWorker:
                        query_time_after_num_entries=query_time_after_num_entries,
                        periodic_compaction_ms=periodic_compaction_ms,
                        rocksdb_options=rocksdb_options,
-                       incremental_checkpoints=incremental_checkpoints)
+                       incremental_checkpoints=incremental_checkpoints,
+                       primary_path=primary_path)
         except BaseException:
             self.close()
             raise
@@ -349,7 +364,8 @@ class FlinkWorker:
               path: str | os.PathLike | None = None, query_time_after_num_entries: int = 1000,
               periodic_compaction_ms: int | None = None,
               rocksdb_options: Mapping[str, Any] | None = None,
-              incremental_checkpoints: bool = False) -> None:
+              incremental_checkpoints: bool = False,
+              primary_path: str | os.PathLike | None = None) -> None:
         """Disposes the current backend and opens a new, empty one (time 0, no states)."""
         if kind not in KINDS:
             raise ValueError(f"unknown Flink backend kind '{kind}'; expected one of {KINDS}")
@@ -373,12 +389,19 @@ class FlinkWorker:
         self.query_time_after_num_entries = query_time_after_num_entries
         self.periodic_compaction_ms = periodic_compaction_ms
         self._next_sid = 0
+        if primary_path is not None and kind != "forst":
+            raise ValueError(f"primary_path is ForSt's primary folder; the {kind} backend has none")
         if path is None:
             path = self._tmp / f"db-{time.monotonic_ns()}"
-        buf = bytearray(_OPEN.pack(wire.OPEN_BACKEND, 1 if kind == "rocksdb" else 0,
+        buf = bytearray(_OPEN.pack(wire.OPEN_BACKEND, _KIND_CODES[kind],
                                    self.key_code, max_parallelism, start, end))
         wire.put_str(buf, str(path))
-        conf = rocksdb_configuration(dict(rocksdb_options or {}))
+        if kind == "forst":
+            conf = forst_configuration(dict(rocksdb_options or {}))
+            conf[FORST_PRIMARY_DIR] = str(primary_path if primary_path is not None
+                                          else self._tmp / f"primary-{time.monotonic_ns()}")
+        else:
+            conf = rocksdb_configuration(dict(rocksdb_options or {}))
         buf += _OPEN_TAIL.pack(query_time_after_num_entries,
                                -1 if periodic_compaction_ms is None else periodic_compaction_ms,
                                1 if incremental_checkpoints else 0, len(conf))

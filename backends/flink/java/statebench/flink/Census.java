@@ -21,7 +21,7 @@ import java.util.Map;
  * by its TTL timestamp, the same logical bytes (key 8 + TTL timestamp 8 + map key 4 + value)
  * and the logical bytes of the expired units,
  * and physical bytes (heap: the serialized size of every entry with the state's own
- * serializers; RocksDB: SST files + memtables of the states' column families). Read-only: no
+ * serializers; RocksDB and ForSt: SST files + memtables of the states' column families). Read-only: no
  * state access goes through the TTL layer, so sampling never cleans up.
  */
 final class Census implements StatebenchRocksCensus.Visitor {
@@ -43,18 +43,32 @@ final class Census implements StatebenchRocksCensus.Visitor {
 
     /**
      * [live, expired, logical, expired logical, physical bytes] of every state at `now`, then
-     * the RocksDB statistics list (empty on heap, see StatebenchRocksCensus.stats).
+     * the RocksDB statistics list (empty on heap, see StatebenchRocksCensus.stats), then the
+     * bytes on disk [local working folder, primary folder] (ForSt only, else empty).
      */
     static List<Object> take(FlinkBackend b, long ttlMs, long now) throws Exception {
         Census c = new Census(ttlMs, now);
         long physical = 0;
         List<Object> rocksStats = new ArrayList<>();
+        List<Object> storage = new ArrayList<>();
         if (b.backend instanceof RocksDBKeyedStateBackend) {
             for (double v : StatebenchRocksCensus.stats((RocksDBKeyedStateBackend<?>) b.backend)) {
                 rocksStats.add(v);
             }
         }
-        if (b.backend instanceof RocksDBKeyedStateBackend) {
+        if (b.options.forst) {
+            for (double v : ForStAccess.stats(b.backend)) {
+                rocksStats.add(v);
+            }
+            for (FlinkBackend.Registered r : b.states.values()) {
+                ForStAccess.walk(b.backend, r.name, r.kind, c);
+                physical += ForStAccess.property(b.backend, r.name, "rocksdb.total-sst-files-size")
+                        + ForStAccess.property(b.backend, r.name, "rocksdb.cur-size-all-mem-tables");
+            }
+            // files on disk: the local working folder (metadata, file cache) and the primary
+            storage.add(ForStAccess.folderBytes(b.options.dir));
+            storage.add(ForStAccess.folderBytes(b.options.primaryDir));
+        } else if (b.backend instanceof RocksDBKeyedStateBackend) {
             RocksDBKeyedStateBackend<?> rocks = (RocksDBKeyedStateBackend<?>) b.backend;
             for (FlinkBackend.Registered r : b.states.values()) {
                 StatebenchRocksCensus.walk(rocks, r.name, r.kind, c);
@@ -71,6 +85,7 @@ final class Census implements StatebenchRocksCensus.Visitor {
         out.add(c.expiredBytes);
         out.add(physical);
         out.add(rocksStats);
+        out.add(storage);
         return out;
     }
 

@@ -292,6 +292,10 @@ final class Events implements CommandFamily {
         resolvePlaceholders(b.checkpoints, last);
         FlinkBackend.Options o = new FlinkBackend.Options();
         o.rocksdb = b.options.rocksdb;
+        o.forst = b.options.forst;
+        if (b.options.primaryDir != null) {  // a restarted task's DB files: a fresh folder
+            o.primaryDir = b.options.primaryDir + "/restore-" + System.nanoTime();
+        }
         o.stringKeys = b.options.stringKeys;
         o.maxParallelism = b.options.maxParallelism;
         o.keyGroupStart = b.options.keyGroupStart;

@@ -55,6 +55,15 @@ import org.apache.flink.state.rocksdb.RocksDBOptionsFactory;
 import org.apache.flink.state.rocksdb.RocksDBPriorityQueueConfig;
 import org.apache.flink.state.rocksdb.RocksDBResourceContainer;
 import org.apache.flink.state.rocksdb.StatebenchRocksAccess;
+import org.apache.flink.state.forst.ForStConfigurableOptions;
+import org.apache.flink.state.forst.ForStOptionsFactory;
+import org.apache.flink.state.forst.ForStPathContainer;
+import org.apache.flink.state.forst.ForStResourceContainer;
+import org.apache.flink.state.forst.ForStStateBackend;
+import org.apache.flink.state.forst.sync.ForStPriorityQueueConfig;
+import org.apache.flink.state.forst.sync.ForStSyncKeyedStateBackend;
+import org.apache.flink.state.forst.sync.ForStSyncKeyedStateBackendBuilder;
+import org.apache.flink.core.execution.RecoveryClaimMode;
 
 import java.io.File;
 import java.time.Duration;
@@ -77,7 +86,7 @@ import org.rocksdb.ColumnFamilyOptions;
 import org.rocksdb.DBOptions;
 
 /**
- * One Flink 2.x keyed state backend (heap or RocksDB), built directly as apache/flink-benchmarks'
+ * One Flink 2.x keyed state backend (heap, RocksDB or ForSt's synchronous one), built directly as apache/flink-benchmarks'
  * StateBackendBenchmarkUtils does: no job, no mini-cluster, VoidNamespace for every state.
  */
 final class FlinkBackend implements AutoCloseable {
@@ -166,6 +175,10 @@ final class FlinkBackend implements AutoCloseable {
     /** Opening options (OPEN_BACKEND command). */
     static final class Options {
         boolean rocksdb;
+        /** ForSt's synchronous keyed backend (V1 state API), see {@link #openForSt}. */
+        boolean forst;
+        /** ForSt: its primary ("remote") folder, a folder of its own (null: all local). */
+        String primaryDir;
         boolean stringKeys;
         int maxParallelism = 128;
         int keyGroupStart;
@@ -232,6 +245,8 @@ final class FlinkBackend implements AutoCloseable {
     final AbstractKeyedStateBackend<Object> backend;
     private final CloseableRegistry registry = new CloseableRegistry();
     private final RocksDBResourceContainer resources;
+    /** ForSt's resources (options, paths), closed with the backend; null on heap/RocksDB. */
+    private ForStResourceContainer forstResources;
     final Map<Integer, Registered> states = new LinkedHashMap<>();
     /** The handles of the checkpoints taken, in order (the event lane's timed restore). */
     final List<KeyedStateHandle> checkpoints = new ArrayList<>();
@@ -254,6 +269,11 @@ final class FlinkBackend implements AutoCloseable {
         KeyGroupRange range = KeyGroupRange.of(options.keyGroupStart, options.keyGroupEnd);
         ClassLoader loader = FlinkBackend.class.getClassLoader();
         ExecutionConfig executionConfig = new ExecutionConfig();
+        if (options.forst) {
+            resources = null;
+            backend = openForSt(options, keySerializer, range, loader, executionConfig);
+            return;
+        }
         if (!options.rocksdb) {
             resources = null;
             backend = new HeapKeyedStateBackendBuilder<>(
@@ -298,6 +318,95 @@ final class FlinkBackend implements AutoCloseable {
                 UncompressedStreamCompressionDecorator.INSTANCE, registry);
         StatebenchRocksAccess.incremental(builder, options.incrementalCheckpoints);
         backend = builder.build();
+    }
+
+    /** The OPEN_BACKEND configuration key carrying ForSt's primary folder (Options.primaryDir;
+     *  Flink's own key, as ForStStateBackend reads it). */
+    static final String FORST_PRIMARY_DIR = "state.backend.forst.primary-dir";
+
+    /** The rocksConf key of ForSt's level0_file_num_compaction_trigger (no Flink option). */
+    static final String FORST_LEVEL0_TRIGGER = "statebench.forst.level0-file-num-compaction-trigger";
+
+    /** level0_file_num_compaction_trigger on every ForSt column family (a ForStOptionsFactory,
+     *  as a user would write one). */
+    static final class ForStLevel0Trigger implements ForStOptionsFactory {
+        private static final long serialVersionUID = 1L;
+        private final int trigger;
+
+        ForStLevel0Trigger(int trigger) {
+            this.trigger = trigger;
+        }
+
+        @Override
+        public org.forstdb.DBOptions createDBOptions(org.forstdb.DBOptions current,
+                                                     Collection<AutoCloseable> handles) {
+            return current;
+        }
+
+        @Override
+        public org.forstdb.ColumnFamilyOptions createColumnOptions(
+                org.forstdb.ColumnFamilyOptions current, Collection<AutoCloseable> handles) {
+            return current.setLevel0FileNumCompactionTrigger(trigger);
+        }
+    }
+
+    /**
+     * ForSt's synchronous keyed backend (ForStSyncKeyedStateBackend, the V1 state API), built as
+     * ForStStateBackend.createKeyedStateBackend builds it with
+     * {@code state.backend.forst.sync.enforce-local: false}: the DB's working folder is
+     * options.dir (local: ForSt's metadata, its file cache) and its files live on the primary
+     * folder options.primaryDir (Flink's "remote" directory, reached through ForSt's
+     * ForStFlinkFileSystem; any Flink file system URI works there). The compaction filter's
+     * query interval and periodic compaction are per backend, as in RocksDB; rocksConf holds
+     * ForSt's own configuration keys (backends.flink.register.forst_configuration).
+     */
+    @SuppressWarnings("unchecked")
+    private AbstractKeyedStateBackend<Object> openForSt(
+            Options options, TypeSerializer<Object> keySerializer, KeyGroupRange range,
+            ClassLoader loader, ExecutionConfig executionConfig) throws Exception {
+        org.forstdb.RocksDB.loadLibrary();
+        Configuration conf = new Configuration();
+        conf.set(ForStConfigurableOptions.COMPACT_FILTER_QUERY_TIME_AFTER_NUM_ENTRIES,
+                options.queryTimeAfterNumEntries);
+        if (options.periodicCompactionMs >= 0) {
+            conf.set(ForStConfigurableOptions.COMPACT_FILTER_PERIODIC_COMPACTION_TIME,
+                    Duration.ofMillis(options.periodicCompactionMs));
+        }
+        ForStOptionsFactory factory = null;
+        for (Map.Entry<String, String> e : options.rocksConf.entrySet()) {
+            if (e.getKey().equals(FORST_LEVEL0_TRIGGER)) {
+                factory = new ForStLevel0Trigger(Integer.parseInt(e.getValue()));
+            } else {
+                conf.set(ConfigOptions.key(e.getKey()).stringType().noDefaultValue(),
+                        e.getValue());
+            }
+        }
+        File local = new File(options.dir);
+        if (!local.isDirectory() && !local.mkdirs()) {
+            throw new IllegalArgumentException("cannot create ForSt folder " + local);
+        }
+        Path localBase = new Path(local.getAbsoluteFile().toURI());
+        Path remoteBase = null;
+        if (options.primaryDir != null) {
+            remoteBase = options.primaryDir.contains("://") ? new Path(options.primaryDir)
+                    : new Path(new File(options.primaryDir).getAbsoluteFile().toURI());
+        }
+        ForStPathContainer paths = new ForStPathContainer(localBase, localBase,
+                remoteBase, remoteBase);
+        forstResources = new ForStResourceContainer(conf, factory, null, paths,
+                RecoveryClaimMode.DEFAULT, null, new UnregisteredMetricsGroup(), false);
+        ForStResourceContainer held = forstResources;
+        ForStSyncKeyedStateBackendBuilder<Object> builder = new ForStSyncKeyedStateBackendBuilder<>(
+                "statebench", loader, held, name -> held.getColumnOptions(), null, keySerializer,
+                options.maxParallelism, range, executionConfig,
+                LocalRecoveryConfig.BACKUP_AND_RECOVERY_DISABLED,
+                ForStPriorityQueueConfig.buildWithPriorityQueueType(
+                        ForStStateBackend.PriorityQueueStateType.ForStDB),
+                time, LatencyTrackingStateConfig.disabled(), SizeTrackingStateConfig.disabled(),
+                new UnregisteredMetricsGroup(), (name, value) -> {}, options.restore,
+                UncompressedStreamCompressionDecorator.INSTANCE, registry);
+        builder.setEnableIncrementalCheckpointing(options.incrementalCheckpoints);
+        return (AbstractKeyedStateBackend<Object>) (AbstractKeyedStateBackend<?>) builder.build();
     }
 
     static TypeSerializer<?> serializer(int type) {
@@ -482,11 +591,21 @@ final class FlinkBackend implements AutoCloseable {
         if (backend instanceof HeapKeyedStateBackend) {
             return ((HeapKeyedStateBackend<?>) backend).numKeyValueStateEntries();
         }
+        if (backend instanceof ForStSyncKeyedStateBackend) {
+            return ((ForStSyncKeyedStateBackend<?>) backend).numKeyValueStateEntries();
+        }
         return ((RocksDBKeyedStateBackend<?>) backend).numKeyValueStateEntries();
     }
 
-    /** RocksDB: Flink's own manual compaction of every state's column family; heap: nothing. */
+    /** RocksDB/ForSt: Flink's own manual compaction of every state's column family; heap:
+     *  nothing. */
     void compact() throws Exception {
+        if (backend instanceof ForStSyncKeyedStateBackend) {
+            ForStSyncKeyedStateBackend<?> forst = (ForStSyncKeyedStateBackend<?>) backend;
+            for (Registered r : states.values()) {
+                forst.compactState(r.descriptor);
+            }
+        }
         if (backend instanceof RocksDBKeyedStateBackend) {
             RocksDBKeyedStateBackend<?> rocks = (RocksDBKeyedStateBackend<?>) backend;
             for (Registered r : states.values()) {
@@ -495,8 +614,11 @@ final class FlinkBackend implements AutoCloseable {
         }
     }
 
-    /** RocksDB: flush every state's memtable; heap: nothing. */
+    /** RocksDB/ForSt: flush every state's memtable; heap: nothing. */
     void flush() throws Exception {
+        if (backend instanceof ForStSyncKeyedStateBackend) {
+            ForStAccess.flush(backend);
+        }
         if (backend instanceof RocksDBKeyedStateBackend) {
             StatebenchRocksAccess.flush((RocksDBKeyedStateBackend<?>) backend);
         }
@@ -505,6 +627,15 @@ final class FlinkBackend implements AutoCloseable {
     /** RocksDB: {state: {property: value}} for the properties asked; heap: empty. */
     Map<Object, Object> properties(List<String> names) throws Exception {
         Map<Object, Object> out = new LinkedHashMap<>();
+        if (backend instanceof ForStSyncKeyedStateBackend) {
+            for (Registered r : states.values()) {
+                Map<Object, Object> props = new LinkedHashMap<>();
+                for (String p : names) {
+                    props.put(p, ForStAccess.property(backend, r.name, p));
+                }
+                out.put(r.name, props);
+            }
+        }
         if (backend instanceof RocksDBKeyedStateBackend) {
             RocksDBKeyedStateBackend<?> rocks = (RocksDBKeyedStateBackend<?>) backend;
             for (Registered r : states.values()) {
@@ -679,6 +810,9 @@ final class FlinkBackend implements AutoCloseable {
         } finally {
             if (resources != null) {
                 resources.close();
+            }
+            if (forstResources != null) {
+                forstResources.close();
             }
         }
     }

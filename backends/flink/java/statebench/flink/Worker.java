@@ -43,6 +43,7 @@ public final class Worker {
     static final int CLOSE = 0x09;
     static final int FLUSH = 0x0A;
     static final int PROPERTIES = 0x0B;
+    static final int FORST_TTL_PROBE = 0x0C;
     // state-operation family 0x20-0x3F: u16 state id, then the op's arguments
     static final int CLEAR = 0x20;
     static final int VALUE_GET = 0x21;
@@ -175,7 +176,13 @@ public final class Worker {
         switch (opcode) {
             case OPEN_BACKEND: {
                 FlinkBackend.Options o = new FlinkBackend.Options();
-                o.rocksdb = in.u8() == 1;
+                int kind = in.u8();
+                if (kind > 2) {
+                    throw new IllegalArgumentException("unknown backend kind " + kind
+                            + " (0 heap, 1 rocksdb, 2 forst)");
+                }
+                o.rocksdb = kind == 1;
+                o.forst = kind == 2;
                 o.stringKeys = in.u8() == Wire.STRING;
                 o.maxParallelism = in.i32();
                 o.keyGroupStart = in.i32();
@@ -185,7 +192,13 @@ public final class Worker {
                 o.periodicCompactionMs = in.i64();
                 o.incrementalCheckpoints = in.u8() == 1;
                 for (int i = in.i32(); i > 0; i--) {
-                    o.rocksConf.put(in.str(), in.str());
+                    String key = in.str();
+                    String value = in.str();
+                    if (key.equals(FlinkBackend.FORST_PRIMARY_DIR)) {
+                        o.primaryDir = value;
+                    } else {
+                        o.rocksConf.put(key, value);
+                    }
                 }
                 if (current != null) {
                     FlinkBackend old = current;
@@ -253,6 +266,16 @@ public final class Worker {
                 int roundMs = in.i32();
                 FlinkBackend b = backend();
                 out.result(Bench.run(b, b.state(sid, 0), op, keys, warmup, rounds, roundMs));
+                return;
+            }
+            case FORST_TTL_PROBE: {
+                int path = in.u8();
+                int keys = in.i32();
+                long ttlMs = in.i64();
+                String local = in.str();
+                String primary = in.str();
+                long queryTime = in.i64();
+                out.result(ForStTtlProbe.run(path, keys, ttlMs, local, primary, queryTime));
                 return;
             }
             case CLOSE:
