@@ -2,8 +2,14 @@
 apply to them (with Flink's reasons when not), and the up-front availability check.
 
 Why here and not in the planner: these are facts about Flink (its heap backend has no
-compactions, its RocksDB backend silently skips incremental cleanup, it never built timer
-cleanup), and the planner only needs the names and the reasons. Nothing here starts a JVM.
+compactions, its RocksDB and ForSt backends silently skip incremental cleanup, ForSt refuses
+canonical savepoints, it never built timer cleanup), and the planner only needs the names and
+the reasons. Nothing here starts a JVM.
+
+``flink-forst`` is ForSt (Flink 2.x's disaggregated state backend) through its synchronous keyed
+backend, ForStSyncKeyedStateBackend (the V1 state API every lane drives), with its DB files on a
+primary folder of its own, as ``state.backend.forst.sync.enforce-local: false`` sets it up. Its
+asynchronous V2 backend is probed for TTL (backends.flink.forst), not run as a lane.
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ from backends.flink.register import TIMER_REASON
 from backends.strategies import parse_strategy
 
 #: Lane backend name -> Flink backend kind of its worker.
-LANE_KINDS: dict[str, str] = {"flink-heap": "heap", "flink-rocksdb": "rocksdb"}
+LANE_KINDS: dict[str, str] = {"flink-heap": "heap", "flink-rocksdb": "rocksdb",
+                              "flink-forst": "forst"}
 
 COMPACTION_ON_HEAP_REASON = (
     "Flink's compaction filter (cleanupInRocksdbCompactFilter) runs inside RocksDB compactions; "
@@ -22,6 +29,18 @@ COMPACTION_ON_HEAP_REASON = (
 INCREMENTAL_ON_ROCKSDB_REASON = (
     "Flink's incremental cleanup (cleanupIncrementally) walks the heap backend's in-memory state "
     "tables; Flink's RocksDB backend has none and silently skips it"
+)
+
+INCREMENTAL_ON_FORST_REASON = (
+    "Flink's incremental cleanup (cleanupIncrementally) walks the heap backend's in-memory state "
+    "tables; ForSt, like RocksDB, has none and silently skips it (ForSt cleans TTL state only in "
+    "compactions, FLINK-35268)"
+)
+FULL_SNAPSHOT_ON_FORST_REASON = (
+    "Flink's full-snapshot cleanup (cleanupFullSnapshot) filters expired entries while a full "
+    "snapshot is written key by key; ForSt's checkpoints are native copies of its files and it "
+    "refuses canonical savepoints ('Canonical savepoints are not supported by ForSt State "
+    "Backend'), so the setting never runs"
 )
 
 
@@ -44,6 +63,10 @@ def not_applicable_reason(lane: str, strategy: str) -> str | None:
         return COMPACTION_ON_HEAP_REASON
     if name == "incremental" and kind == "rocksdb":
         return INCREMENTAL_ON_ROCKSDB_REASON
+    if name == "incremental" and kind == "forst":
+        return INCREMENTAL_ON_FORST_REASON
+    if name == "full_snapshot" and kind == "forst":
+        return FULL_SNAPSHOT_ON_FORST_REASON
     return None
 
 

@@ -111,6 +111,11 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
                cls=EXACT),
     MetricSpec("logical_bytes", "logical bytes", "bytes", "state", -1, cls=EXACT),
     MetricSpec("physical_bytes", "physical bytes", "bytes", "state", -1, cls=EXACT),
+    # ForSt (flink-forst): the files in its local working folder and on its primary folder
+    MetricSpec("physical_local_bytes", "physical bytes, local", "bytes", "state", -1,
+               cls=TIMING_DEPENDENT),
+    MetricSpec("physical_primary_bytes", "physical bytes, primary", "bytes", "state", -1,
+               cls=TIMING_DEPENDENT),
     MetricSpec("rocksdb_flushes", "flushes", "count", "rocksdb", 0, cls=TIMING_DEPENDENT),
     MetricSpec("rocksdb_compactions", "compactions", "count", "rocksdb", 0, cls=TIMING_DEPENDENT),
     MetricSpec("rocksdb_compaction_read_bytes", "compaction read", "bytes", "rocksdb", 0,
@@ -125,6 +130,8 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
                cls=TIMING_DEPENDENT),
     MetricSpec("checkpoint_bytes", "full size", "bytes", "checkpoint", -1, cls=EXACT),
     MetricSpec("checkpoint_uploaded_bytes", "uploaded", "bytes", "checkpoint", -1, cls=EXACT),
+    MetricSpec("checkpoint_referenced_bytes", "referenced (not uploaded)", "bytes", "checkpoint",
+               0, cls=EXACT),
     MetricSpec("checkpoint_sync_ms", "sync duration", "ms", "checkpoint", -1),
     MetricSpec("checkpoint_async_ms", "async duration", "ms", "checkpoint", -1),
     MetricSpec("checkpoint_upload_ms", "upload duration", "ms", "checkpoint", -1),
@@ -192,11 +199,13 @@ def spec_for(name: str, unit: str = "") -> MetricSpec:
 LOGICAL_CLOCK = "EventTime"
 #: Backends whose files are RocksDB's (statebench's and Flink's): their on-disk layout at any
 #: moment depends on when the background flushes and compactions ran.
-ROCKSDB_BACKENDS = frozenset({"rocksdb", "flink-rocksdb"})
+ROCKSDB_BACKENDS = frozenset({"rocksdb", "flink-rocksdb", "flink-forst"})
 #: Flink's RocksDB lane: its full snapshots too differ between same-seed runs (measured: two
 #: in-process runs of sessions-churn with ``mode = "full"``, 2 of 6 checkpoints 46 kB apart),
 #: where statebench's canonical full snapshots are identical.
 FLINK_ROCKSDB = "flink-rocksdb"
+#: Flink's ForSt lane: RocksDB underneath, native (file) checkpoints in both modes, like it.
+FLINK_FORST = "flink-forst"
 #: Physical sizes: RocksDB's files (SST files + memtables) on a RocksDB backend; on statebench's
 #: heap the footprint of the Python objects its states hold, which with the engines'
 #: checkpoint model (copy-on-write of list and map containers while an asynchronous snapshot
@@ -206,7 +215,8 @@ FILE_SIZE_METRICS = frozenset({"physical_bytes"})
 HEAP = "heap"
 #: Checkpoint sizes: canonical full snapshots are a function of the state's contents; RocksDB's
 #: incremental checkpoints are the SST files that exist at the barrier.
-CHECKPOINT_SIZE_METRICS = frozenset({"checkpoint_bytes", "checkpoint_uploaded_bytes"})
+CHECKPOINT_SIZE_METRICS = frozenset({"checkpoint_bytes", "checkpoint_uploaded_bytes",
+                                     "checkpoint_referenced_bytes"})
 #: Numbers that stay exact even where the state's layout is timing-dependent: expired values
 #: returned must be 0 whatever happens, records processed is the input.
 ALWAYS_EXACT = frozenset({"expired_returned", "records"})
@@ -270,7 +280,7 @@ def class_of(metric: str, backend: str = "", strategy: str = "", *,
         return MetricClass(TIMING_DEPENDENT, "incremental checkpoints hold the SST files that "
                                              "exist at the barrier: background compactions "
                                              "decide which")
-    if backend == FLINK_ROCKSDB and metric in CHECKPOINT_SIZE_METRICS:
+    if backend in (FLINK_ROCKSDB, FLINK_FORST) and metric in CHECKPOINT_SIZE_METRICS:
         return MetricClass(TIMING_DEPENDENT, "Flink's RocksDB snapshots follow its SST layout "
                                              "in full mode too: background compactions move "
                                              "them")

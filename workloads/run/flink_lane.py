@@ -1,11 +1,14 @@
 """The Flink lane operator: one task's events applied to Flink's own keyed state backend.
 
-Backends ``flink-heap`` and ``flink-rocksdb`` run each task in a JVM worker
-(``backends.flink``) holding Flink 2.x's HeapKeyedStateBackend or RocksDBKeyedStateBackend with
-the task's key-group range and max parallelism. The task's record batches cross as fixed binary
-columns (``backends.flink.events``), and one Java loop applies them exactly as statebench's
-operator does (``workloads/run/hotloop.py``), so the rows are the same metrics on the same
-barriers as :class:`workloads.run.keyed_operator.KeyedOperator`:
+Backends ``flink-heap``, ``flink-rocksdb`` and ``flink-forst`` run each task in a JVM worker
+(``backends.flink``) holding Flink 2.x's HeapKeyedStateBackend, RocksDBKeyedStateBackend or
+ForSt's ForStSyncKeyedStateBackend with the task's key-group range and max parallelism.
+ForSt's working folder is the task's local folder; its DB files live on a primary folder of the
+task's own (a separate folder beside it, Flink's "remote" directory), and its samples add
+``physical_local_bytes`` / ``physical_primary_bytes`` (files on disk in each). The task's
+record batches cross as fixed binary columns (``backends.flink.events``), and one Java loop
+applies them exactly as statebench's operator does (``workloads/run/hotloop.py``), so the rows
+are the same metrics on the same barriers as :class:`workloads.run.keyed_operator.KeyedOperator`:
 
 * Time: Flink's TTL is processing time only, so the lane's TtlTimeProvider *is* the scenario's
   clock: each record's timestamp under event time; under ProcessingTime the paced clock of
@@ -45,7 +48,9 @@ barriers as :class:`workloads.run.keyed_operator.KeyedOperator`:
   ``checkpoint_async_ms`` (= ``checkpoint_upload_ms``: the asynchronous phase writes the files
   to the local checkpoint folder), ``checkpoint_total_ms`` (sync + async wall),
   ``checkpoint_async_cpu_ms`` (the checkpoint thread's CPU, ThreadMXBean),
-  ``checkpoint_wait_ms``, ``checkpoint_bytes``, ``checkpoint_uploaded_bytes``; per task the
+  ``checkpoint_wait_ms``, ``checkpoint_bytes``, ``checkpoint_uploaded_bytes``,
+  ``checkpoint_referenced_bytes`` (the handle's size minus what this checkpoint uploaded: files
+  of earlier checkpoints it refers to, incremental mode); per task the
   CHECKPOINT_SUMMARY_METRICS (sync share of busy time; the loop's records/s while an
   asynchronous phase ran beside it and while none did, over the loop's own nanoseconds; the
   asynchronous phases' CPU seconds, checkpoints after the warm-up) and the JVM's garbage
@@ -54,7 +59,8 @@ barriers as :class:`workloads.run.keyed_operator.KeyedOperator`:
   gap between strategies can be put down to a measured cause.
 
 ``restore_ms`` times a fresh Flink backend restored from the last checkpoint's handle with the
-states registered again. Not measured, because Flink keeps no such counters:
+states registered again, on all three lanes (ForSt: into fresh working and primary folders).
+Not measured, because Flink keeps no such counters:
 ``cleanup_removed_*`` and the cleanup lag rows. One JVM per Python process is kept
 between tasks (``reset()`` opens a fresh backend): a JVM start per task would cost more than a
 small task's work; a JVM first applies a synthetic warm-up stream per backend kind
@@ -250,6 +256,9 @@ class FlinkLaneOperator:
         self._ckpt_target = self._checkpoint_target()
         self._last_checkpoint: Barrier | None = None
         self._local = tempdirs.make(f"statebench-flink-t{task}-", dir=local_root(cfg))
+        # ForSt's primary ("remote") folder: a separate folder of the task's own
+        self._primary = (tempdirs.make(f"statebench-forst-primary-t{task}-", dir=local_root(cfg))
+                         if self.kind == "forst" else None)
         self.worker: FlinkWorker | None = None
         try:
             self._open()
@@ -268,10 +277,14 @@ class FlinkLaneOperator:
             "path": self._local,
             "query_time_after_num_entries": query,
             "periodic_compaction_ms": periodic,
-            "incremental_checkpoints": (self.kind == "rocksdb"
+            "incremental_checkpoints": (self.kind in ("rocksdb", "forst")
                                         and cfg.checkpoint_mode == "incremental"),
-            "rocksdb_options": dict(cfg.rocksdb_options) if self.kind == "rocksdb" else None,
+            "rocksdb_options": (dict(cfg.rocksdb_options) if self.kind in ("rocksdb", "forst")
+                                else None),
         }
+        primary = self._primary
+        if primary is not None:
+            options["primary_path"] = f"{primary}/task"
         self.worker, cold = _acquire(self.kind, **options)
         # Flink's TTL is processing time: the lane's provider is driven by the scenario's clock
         ttl = ttl_config_of(replace(cfg, time_characteristic="ProcessingTime"))
@@ -288,8 +301,10 @@ class FlinkLaneOperator:
             latency=cfg.measure_latency,
         )
         if cold:  # on a backend of every key group, in a folder of its own, then the task's
-            self.worker.reset(self.kind, **(options | {"key_group_range": None,
-                                                       "path": f"{self._local}/warm-up"}))
+            warm = {"key_group_range": None, "path": f"{self._local}/warm-up"}
+            if primary is not None:
+                warm["primary_path"] = f"{primary}/warm-up"
+            self.worker.reset(self.kind, **(options | warm))
             _warm_up(self.worker, spec, self.kind, cfg.ttl_ms)
             self.worker.reset(self.kind, **(options | {"path": f"{self._local}/task"}))
         if self._paced:  # a frame waits for its records' time: allow the whole run's span
@@ -369,11 +384,14 @@ class FlinkLaneOperator:
                 add(task, step, t, "expired_present_entries", s.expired, "entries")
                 add(task, step, t, "logical_bytes", s.logical_bytes, "bytes")
                 add(task, step, t, "expired_present_bytes", s.expired_bytes, "bytes")
-                for metric, key, unit in ROCKSDB_SERIES:  # flink-rocksdb only
+                for metric, key, unit in ROCKSDB_SERIES:  # flink-rocksdb and flink-forst
                     value = s.rocksdb.get(key)
                     if value is not None:  # no row before the first flush (write amplification)
                         add(task, step, t, metric, value, unit)
                 add(task, step, t, "physical_bytes", s.physical_bytes, "bytes")
+                if s.local_bytes is not None:  # flink-forst: files on disk, each folder
+                    add(task, step, t, "physical_local_bytes", s.local_bytes, "bytes")
+                    add(task, step, t, "physical_primary_bytes", s.primary_bytes, "bytes")
 
     def _checkpoint_rows(self, done: list[events.AsyncCheckpoint]) -> float:
         """Per checkpoint rows of the completed checkpoints (at their barrier); returns the
@@ -389,6 +407,8 @@ class FlinkLaneOperator:
             values = (c.bytes, c.checkpointed_bytes, c.sync_ms, c.sync_ms + c.async_ms)
             for metric, value in zip(CHECKPOINT_METRICS, values):
                 add(task, step, t, metric, value, "bytes" if metric.endswith("bytes") else "ms")
+            add(task, step, t, "checkpoint_referenced_bytes", c.bytes - c.checkpointed_bytes,
+                "bytes")
             # Flink's async phase writes the snapshot's files: the upload, as ours
             for metric in CHECKPOINT_PHASE_METRICS:
                 add(task, step, t, metric, c.async_ms, "ms")
@@ -482,3 +502,5 @@ class FlinkLaneOperator:
             else:
                 _release(worker)
         tempdirs.remove(self._local)
+        if self._primary is not None:
+            tempdirs.remove(self._primary)

@@ -15,7 +15,7 @@ import pyarrow as pa
 import backends
 from backends import BACKEND_KINDS
 from backends.flink import lanes as flink_lanes
-from backends.flink.register import rocksdb_configuration
+from backends.flink.register import forst_configuration, rocksdb_configuration
 from backends.keygroups import DEFAULT_MAX_PARALLELISM
 from backends.rocksdb_options import TTL_DB
 from workloads.generator import DEFAULT_BATCH_SIZE, Timeline
@@ -174,6 +174,8 @@ class RunConfig:
             "rocksdb": rocksdb_options(self) if "rocksdb" in self.backends else {},
             **({"flink_rocksdb": rocksdb_configuration(self.spec.rocksdb.options())}
                if "flink-rocksdb" in self.backends else {}),
+            **({"flink_forst": forst_configuration(self.spec.rocksdb.options())}
+               if "flink-forst" in self.backends else {}),
             "measure_latency": self.measure_latency,
             "checkpoints": "off" if self.checkpoint_root is None else "on",
             "batch_size": self.batch_size,
@@ -295,7 +297,7 @@ def operator_config(
         rocksdb_options=(tuple(sorted(rocksdb_options(cfg).items()))
                          if scenario.backend == "rocksdb"
                          else tuple(sorted(cfg.spec.rocksdb.options().items()))
-                         if scenario.backend == "flink-rocksdb" else ()),
+                         if scenario.backend in ("flink-rocksdb", "flink-forst") else ()),
         local_dir=cfg.local_dir,
     )
 
