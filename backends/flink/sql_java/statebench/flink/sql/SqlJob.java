@@ -1,0 +1,674 @@
+package statebench.flink.sql;
+
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.JobID;
+import org.apache.flink.configuration.ConfigOptions;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.runtime.checkpoint.AbstractCheckpointStats;
+import org.apache.flink.runtime.checkpoint.CheckpointStatsSnapshot;
+import org.apache.flink.runtime.checkpoint.SubtaskStateStats;
+import org.apache.flink.runtime.checkpoint.TaskStateStats;
+import org.apache.flink.runtime.executiongraph.AccessExecutionGraph;
+import org.apache.flink.runtime.executiongraph.AccessExecutionJobVertex;
+import org.apache.flink.runtime.jobgraph.JobGraph;
+import org.apache.flink.runtime.jobmaster.JobResult;
+import org.apache.flink.runtime.minicluster.MiniCluster;
+import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.node.ArrayNode;
+import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.ProcessFunction;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
+import org.apache.flink.table.api.EnvironmentSettings;
+import org.apache.flink.table.api.Table;
+import org.apache.flink.table.api.bridge.java.StreamTableEnvironment;
+import org.apache.flink.types.Row;
+import org.apache.flink.types.RowKind;
+import org.apache.flink.util.Collector;
+
+import java.io.File;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+
+/**
+ * The operator's query as a real Flink SQL job over a workload's Nexmark events.
+ *
+ * <p>Why: statebench emulates Flink's operators (their state accesses) on its own lanes; this
+ * program runs the query itself, so the emulation's peak state and cleanup can be checked
+ * against the engine. Per job, on a local MiniCluster (one per invocation, the jobs one after
+ * the other), from the Table API: a filesystem CSV table over the events file that
+ * backends/flink/sql_job.py wrote, a paced event-time column, the query of the job's kind
+ * (Nexmark's q18 dedup, q20 join, a q7-shaped tumbling window, a group aggregation) turned into
+ * a changelog stream counted by a sink function, {@code table.exec.state.ttl}, Flink's periodic
+ * checkpoints into a real folder, on HashMapStateBackend or EmbeddedRocksDBStateBackend.
+ *
+ * <p>Time. SQL's state TTL runs on processing time, so the job runs on a paced clock (as
+ * statebench's ProcessingTime runs, workloads/run/pacing.py): {@link Pace} releases each record
+ * once {@code start + (now - origin) * speedup >= ts}, and the keyed backends' TtlTimeProvider is
+ * that same clock ({@link PacedBackendFactory}), so the TTL (given in clock ms) and the records'
+ * time agree; the RocksDB compaction filter reads it too. Window state is cleaned by event-time
+ * timers (watermarks), not by the TTL.
+ *
+ * <p>State measures: Flink's checkpoint statistics (full and checkpointed size, durations) per
+ * checkpoint, and, on RocksDB, the native properties of every column family summed (estimate-
+ * num-keys, live SST bytes, memtable bytes) sampled by {@link StateReporter} on the clock.
+ *
+ * <p>Usage: {@code java -cp <classes:pyflink/lib/*> statebench.flink.sql.SqlJob REQUEST.json};
+ * prints one JSON object (a list of job reports) on stdout. Errors: one line on stderr
+ * ("statebench sql job: ..."), exit status 2 for a bad request, 1 for a failed job.
+ */
+public final class SqlJob {
+    /** The job configuration key naming the inner backend of {@link PacedBackendFactory}. */
+    static final String INNER_BACKEND = "statebench.sql.backend";
+    static final ObjectMapper JSON = new ObjectMapper();
+    static final List<String> KINDS = Arrays.asList("dedup", "regular_join", "tumbling_window",
+            "group_agg");
+    /** RocksDB properties sampled (Flink's state.backend.rocksdb.metrics.* switches). */
+    static final String[] ROCKSDB_PROPERTIES = {"estimate-num-keys", "estimate-live-data-size",
+        "live-sst-files-size", "total-sst-files-size", "cur-size-all-mem-tables"};
+
+    private SqlJob() {
+    }
+
+    /** Bad input: one line, exit status 2. */
+    static final class UsageError extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        UsageError(String message) {
+            super(message);
+        }
+    }
+
+    // --------------------------------------------------------------------------------------
+    // One job's settings
+    // --------------------------------------------------------------------------------------
+
+    /** One job of the request (field names as backends/flink/sql_job.py writes them). */
+    static final class Job {
+        String events;
+        long count;
+        String kind;
+        String backend;
+        String checkpointDir;
+        long checkpointIntervalMs;
+        boolean incremental;
+        long ttlMs;
+        int parallelism;
+        double speedup;
+        long startMs;
+        long outOfOrdernessMs;
+        long windowMs;
+        int category;
+        long sampleIntervalMs;
+        long queryTime;
+        Map<String, String> conf = new java.util.LinkedHashMap<>();
+
+        static Job of(JsonNode n) throws UsageError {
+            Job j = new Job();
+            j.events = text(n, "events");
+            j.count = number(n, "count");
+            j.kind = text(n, "kind");
+            j.backend = text(n, "backend");
+            j.checkpointDir = text(n, "checkpoint_dir");
+            j.checkpointIntervalMs = number(n, "checkpoint_interval_ms");
+            j.incremental = n.path("incremental").asBoolean(false);
+            j.ttlMs = number(n, "ttl_ms");
+            j.parallelism = (int) number(n, "parallelism");
+            j.speedup = n.path("speedup").asDouble(1.0);
+            j.startMs = number(n, "start_ms");
+            j.outOfOrdernessMs = number(n, "out_of_orderness_ms");
+            j.windowMs = number(n, "window_ms");
+            j.category = (int) number(n, "category");
+            j.sampleIntervalMs = number(n, "sample_interval_ms");
+            j.queryTime = n.path("query_time_after_num_entries").asLong(1000L);
+            JsonNode conf = n.path("conf");
+            if (conf.isObject()) {
+                conf.fields().forEachRemaining(e -> j.conf.put(e.getKey(), e.getValue().asText()));
+            }
+            if (!KINDS.contains(j.kind)) {
+                throw new UsageError("unknown query kind '" + j.kind + "'; expected one of " + KINDS);
+            }
+            if (!j.backend.equals("hashmap") && !j.backend.equals("rocksdb")) {
+                throw new UsageError("backend must be hashmap or rocksdb, got '" + j.backend + "'");
+            }
+            if (!new File(j.events).isFile()) {
+                throw new UsageError("events file " + j.events + " not found");
+            }
+            if (j.count < 1 || j.parallelism < 1 || j.checkpointIntervalMs < 10 || j.ttlMs < 0
+                    || j.windowMs < 1 || j.sampleIntervalMs < 1 || !(j.speedup > 0)) {
+                throw new UsageError("need count >= 1, parallelism >= 1, checkpoint_interval_ms >= "
+                        + "10, ttl_ms >= 0, window_ms >= 1, sample_interval_ms >= 1, speedup > 0");
+            }
+            return j;
+        }
+
+        private static String text(JsonNode n, String name) throws UsageError {
+            JsonNode v = n.get(name);
+            if (v == null || !v.isTextual()) {
+                throw new UsageError("job field '" + name + "' (text) is missing");
+            }
+            return v.asText();
+        }
+
+        private static long number(JsonNode n, String name) throws UsageError {
+            JsonNode v = n.get(name);
+            if (v == null || !v.isIntegralNumber()) {
+                throw new UsageError("job field '" + name + "' (integer) is missing");
+            }
+            return v.asLong();
+        }
+    }
+
+    // --------------------------------------------------------------------------------------
+    // The query of each kind (Nexmark's, over the events' columns)
+    // --------------------------------------------------------------------------------------
+
+    /** An interval literal of {@code ms} milliseconds (Flink's day-time intervals take the
+     *  default precisions only: hours up to 99, as HOUR TO SECOND with milliseconds). */
+    static String interval(long ms) throws UsageError {
+        if (ms < 1 || ms >= 100L * 3_600_000L) {
+            throw new UsageError("an interval of " + ms + " ms: the SQL job takes 1 ms to 99 h");
+        }
+        return String.format(Locale.ROOT, "INTERVAL '%d:%02d:%02d.%03d' HOUR TO SECOND",
+                ms / 3_600_000L, ms / 60_000L % 60, ms / 1000 % 60, ms % 1000);
+    }
+
+    /** The source table: the CSV events with a paced rowtime column and its watermark. */
+    static String sourceDdl(Job j) {
+        return "CREATE TEMPORARY TABLE events (\n"
+                + "  event_type TINYINT, ts BIGINT, person_id BIGINT, auction_id BIGINT,\n"
+                + "  price BIGINT, category INT, expires_ms BIGINT, city INT,\n"
+                + "  event_time AS TO_TIMESTAMP_LTZ(PACE(ts), 3),\n"
+                + "  WATERMARK FOR event_time AS TO_TIMESTAMP_LTZ(ts - " + j.outOfOrdernessMs
+                + ", 3)\n"
+                + ") WITH ('connector' = 'filesystem', 'path' = '"
+                + new File(j.events).toURI() + "', 'format' = 'csv')";
+    }
+
+    /** The views every query reads: the bids and the auctions of the events. */
+    static final String[] VIEWS = {
+        "CREATE TEMPORARY VIEW bid AS SELECT auction_id AS auction, person_id AS bidder, price, "
+            + "ts, event_time FROM events WHERE event_type = 2",
+        "CREATE TEMPORARY VIEW auction AS SELECT auction_id AS id, person_id AS seller, category, "
+            + "price AS initial_bid, expires_ms, ts FROM events WHERE event_type = 1",
+    };
+
+    /** The query; every kind's output has a BIGINT column {@code out_ts}: the event time the
+     *  output row stands for (its bid's, or its window's end), for the latency. */
+    static String query(Job j) throws UsageError {
+        switch (j.kind) {
+            case "dedup": // Nexmark q18: the last bid of each bidder on each auction
+                return "SELECT auction, bidder, price, ts AS out_ts FROM (\n"
+                        + "  SELECT auction, bidder, price, ts, ROW_NUMBER() OVER (PARTITION BY "
+                        + "bidder, auction ORDER BY event_time DESC) AS rn FROM bid)\nWHERE rn = 1";
+            case "regular_join": // Nexmark q20: bids joined with their auction of one category
+                return "SELECT B.auction, B.bidder, B.price, A.seller, A.category, B.ts AS out_ts\n"
+                        + "FROM (SELECT auction, bidder, price, ts FROM bid) AS B\n"
+                        + "JOIN (SELECT id, seller, category FROM auction) AS A\n"
+                        + "ON B.auction = A.id WHERE A.category = " + j.category;
+            case "tumbling_window": // q7's window: the highest bid of each auction per window
+                // windows are aligned to the epoch (UTC), so a window's end is computed from any
+                // of its timestamps: floor(ts / size) * size + size
+                return "SELECT auction, window_start, MAX(price) AS max_price, COUNT(*) AS bids, "
+                        + "CAST(FLOOR(MAX(ts) / " + j.windowMs + ".0) AS BIGINT) * " + j.windowMs
+                        + " + " + j.windowMs + " AS out_ts\n"
+                        + "FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(event_time), "
+                        + interval(j.windowMs) + "))\nGROUP BY auction, window_start, window_end";
+            case "group_agg": // a continuous aggregation: bids and highest price per auction
+                return "SELECT auction, COUNT(*) AS bids, MAX(price) AS max_price, MAX(ts) AS out_ts "
+                        + "FROM bid GROUP BY auction";
+            default:
+                throw new IllegalArgumentException(j.kind);
+        }
+    }
+
+    // --------------------------------------------------------------------------------------
+    // The run
+    // --------------------------------------------------------------------------------------
+
+    public static void main(String[] argv) {
+        PrintStream out = System.out;
+        try {
+            if (argv.length != 1) {
+                throw new UsageError("usage: SqlJob REQUEST.json");
+            }
+            File request = new File(argv[0]);
+            if (!request.isFile()) {
+                throw new UsageError("request file " + argv[0] + " not found");
+            }
+            JsonNode root;
+            try {
+                root = JSON.readTree(request);
+            } catch (java.io.IOException e) {
+                throw new UsageError("request file " + argv[0] + " is not JSON: " + e.getMessage());
+            }
+            JsonNode jobs = root.path("jobs");
+            if (!jobs.isArray() || jobs.size() == 0) {
+                throw new UsageError("the request holds no jobs");
+            }
+            List<Job> parsed = new ArrayList<>();
+            for (JsonNode n : jobs) {
+                parsed.add(Job.of(n));
+            }
+            ArrayNode reports = runAll(parsed);
+            ObjectNode result = JSON.createObjectNode();
+            result.set("jobs", reports);
+            out.println(JSON.writeValueAsString(result));
+            out.flush();
+            System.exit(0);
+        } catch (UsageError e) {
+            System.err.println("statebench sql job: " + e.getMessage());
+            System.exit(2);
+        } catch (Throwable t) {
+            System.err.println("statebench sql job failed: " + rootCause(t));
+            t.printStackTrace(System.err);
+            System.exit(1);
+        }
+    }
+
+    private static String rootCause(Throwable t) {
+        Throwable c = t;
+        while (c.getCause() != null && c.getCause() != c) {
+            c = c.getCause();
+        }
+        return c == t ? t.toString() : t + " (caused by " + c + ")";
+    }
+
+    static ArrayNode runAll(List<Job> jobs) throws Exception {
+        int slots = 1;
+        for (Job j : jobs) {
+            slots = Math.max(slots, j.parallelism);
+        }
+        Configuration cluster = new Configuration();
+        cluster.setString("rest.bind-port", "0");
+        cluster.setString("metrics.reporter.sb.factory.class",
+                StateReporter.Factory.class.getName());
+        cluster.setString("metrics.reporter.sb.interval", "50 ms");
+        // every checkpoint of a job in its statistics, not the last 10
+        cluster.setString("web.checkpoints.history", "100000");
+        cluster.setString("taskmanager.memory.managed.size", "128m");
+        MiniClusterConfiguration mc = new MiniClusterConfiguration.Builder()
+                .setConfiguration(cluster).setNumTaskManagers(1)
+                .setNumSlotsPerTaskManager(slots).withRandomPorts().build();
+        ArrayNode reports = JSON.createArrayNode();
+        try (MiniCluster mini = new MiniCluster(mc)) {
+            mini.start();
+            for (Job j : jobs) {
+                reports.add(run(mini, j));
+            }
+        }
+        return reports;
+    }
+
+    static Configuration jobConfiguration(Job j) {
+        Configuration conf = new Configuration();
+        conf.setString("state.backend.type", PacedBackendFactory.class.getName());
+        conf.setString(INNER_BACKEND, j.backend);
+        conf.setString("execution.checkpointing.interval", j.checkpointIntervalMs + " ms");
+        conf.setString("execution.checkpointing.storage", "filesystem");
+        conf.setString("execution.checkpointing.dir", new File(j.checkpointDir).toURI().toString());
+        conf.setString("execution.checkpointing.incremental", Boolean.toString(j.incremental));
+        conf.setString("parallelism.default", Integer.toString(j.parallelism));
+        conf.setString("pipeline.auto-watermark-interval", "20 ms");
+        conf.setString("table.exec.state.ttl", j.ttlMs + " ms");
+        conf.setString("table.exec.resource.default-parallelism", Integer.toString(j.parallelism));
+        // one keyed operator per query, as the emulation has (no local pre-aggregation)
+        conf.setString("table.optimizer.agg-phase-strategy", "ONE_PHASE");
+        conf.setString("table.exec.mini-batch.enabled", "false");
+        conf.setString("table.local-time-zone", "UTC");
+        conf.setString("state.backend.rocksdb.memory.managed", "false");
+        conf.setString("state.backend.rocksdb.compaction.filter.query-time-after-num-entries",
+                Long.toString(j.queryTime));
+        for (String p : ROCKSDB_PROPERTIES) {
+            conf.setString("state.backend.rocksdb.metrics." + p, "true");
+        }
+        for (Map.Entry<String, String> e : j.conf.entrySet()) {
+            conf.setString(e.getKey(), e.getValue());
+        }
+        return conf;
+    }
+
+    static ObjectNode run(MiniCluster mini, Job j) throws Exception {
+        Clock.reset(j.speedup, j.startMs);
+        StateReporter.reset(j.sampleIntervalMs);
+        Counter.reset();
+        Configuration conf = jobConfiguration(j);
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+        env.setParallelism(j.parallelism);
+        StreamTableEnvironment tEnv = StreamTableEnvironment.create(env,
+                EnvironmentSettings.newInstance().inStreamingMode().withConfiguration(conf).build());
+        tEnv.createTemporarySystemFunction("PACE", new Pace());
+        tEnv.executeSql(sourceDdl(j));
+        for (String view : VIEWS) {
+            tEnv.executeSql(view);
+        }
+        String sql = query(j);
+        Table table = tEnv.sqlQuery(sql);
+        DataStream<Row> changes = tEnv.toChangelogStream(table);
+        changes.process(new Counter(j.speedup)).name("statebench-count")
+                .sinkTo(new DiscardingSink<>()).name("discard");
+        JobGraph graph = env.getStreamGraph().getJobGraph();
+        String plan = tEnv.explainSql(sql);
+        long submitted = System.nanoTime();
+        JobID id = mini.submitJob(graph).get().getJobID();
+        JobResult result = mini.requestJobResult(id).get();
+        long jobNanos = System.nanoTime() - submitted;
+        if (!result.isSuccess()) {
+            Throwable cause = result.getSerializedThrowable()
+                    .map(s -> (Throwable) s.deserializeError(SqlJob.class.getClassLoader()))
+                    .orElse(new IllegalStateException("the job failed"));
+            throw new IllegalStateException("the " + j.kind + " job failed: " + rootCause(cause),
+                    cause);
+        }
+        AccessExecutionGraph archived = mini.getArchivedExecutionGraph(id).get();
+        return report(j, archived, jobNanos, plan);
+    }
+
+    // --------------------------------------------------------------------------------------
+    // The report
+    // --------------------------------------------------------------------------------------
+
+    static ObjectNode report(Job j, AccessExecutionGraph g, long jobNanos, String plan) {
+        ObjectNode r = JSON.createObjectNode();
+        r.put("kind", j.kind);
+        r.put("backend", j.backend);
+        r.put("state_backend", g.getStateBackendName().orElse("?"));
+        r.put("parallelism", j.parallelism);
+        r.put("ttl_ms", j.ttlMs);
+        r.put("speedup", j.speedup);
+        r.put("job_s", jobNanos / 1e9);
+        Pace.Stats pace = Pace.stats();
+        r.put("records", pace.released);
+        r.put("released_wall_s", pace.wallSeconds());
+        r.put("records_per_s", pace.wallSeconds() > 0 ? pace.released / pace.wallSeconds() : 0.0);
+        r.put("late_records", pace.late);
+        r.put("schedule_lag_max_ms", pace.maxLagMs);
+        Counter.Totals totals = Counter.totals();
+        ObjectNode outputs = r.putObject("outputs");
+        for (RowKind k : RowKind.values()) {
+            outputs.put(k.shortString(), totals.byKind[k.ordinal()]);
+        }
+        ObjectNode latency = r.putObject("latency_us");
+        long[] lat = totals.latencyUs;
+        if (lat.length > 0) {
+            Arrays.sort(lat);
+            latency.put("p50", lat[percentileIndex(lat.length, 0.50)]);
+            latency.put("p99", lat[percentileIndex(lat.length, 0.99)]);
+            latency.put("p999", lat[percentileIndex(lat.length, 0.999)]);
+            latency.put("max", lat[lat.length - 1]);
+        }
+        r.set("checkpoints", checkpoints(j, g, pace));
+        r.set("state_samples", StateReporter.samples());
+        ArrayNode vertices = r.putArray("vertices");
+        for (AccessExecutionJobVertex v : g.getVerticesTopologically()) {
+            vertices.add(v.getName());
+        }
+        r.put("plan", plan);
+        return r;
+    }
+
+    static int percentileIndex(int n, double q) {
+        return Math.min(n - 1, Math.max(0, (int) Math.ceil(q * n) - 1));
+    }
+
+    static ArrayNode checkpoints(Job j, AccessExecutionGraph g, Pace.Stats pace) {
+        CheckpointStatsSnapshot stats = g.getCheckpointStatsSnapshot();
+        List<AbstractCheckpointStats> history = new ArrayList<>(stats.getHistory().getCheckpoints());
+        history.sort((x, y) -> Long.compare(x.getCheckpointId(), y.getCheckpointId()));
+        ArrayNode rows = JSON.createArrayNode();
+        for (AbstractCheckpointStats c : history) {
+            long sync = 0;
+            long async = 0;
+            long align = 0;
+            for (AccessExecutionJobVertex v : g.getVerticesTopologically()) {
+                TaskStateStats t = c.getTaskStateStats(v.getJobVertexId());
+                if (t == null) {
+                    continue;
+                }
+                for (SubtaskStateStats st : t.getSubtaskStats()) {
+                    if (st != null) {
+                        sync = Math.max(sync, st.getSyncCheckpointDuration());
+                        async = Math.max(async, st.getAsyncCheckpointDuration());
+                        align = Math.max(align, st.getAlignmentDuration());
+                    }
+                }
+            }
+            ObjectNode row = rows.addObject();
+            row.put("id", c.getCheckpointId());
+            row.put("status", c.getStatus().toString());
+            row.put("clock_ms", Clock.atWall(c.getTriggerTimestamp()));
+            row.put("state_bytes", c.getStateSize());
+            row.put("checkpointed_bytes", c.getCheckpointedSize());
+            row.put("end_to_end_ms", c.getEndToEndDuration());
+            row.put("sync_ms", sync);
+            row.put("async_ms", async);
+            row.put("alignment_ms", align);
+        }
+        return rows;
+    }
+
+    // --------------------------------------------------------------------------------------
+    // The paced clock, its UDF and the sink's counts
+    // --------------------------------------------------------------------------------------
+
+    /** The job's paced clock: {@code start + (now - origin) * speedup}, aligned (origin = now)
+     *  when the first record is released. One per JVM: the MiniCluster runs in this one. */
+    static final class Clock {
+        private static volatile double speedup = 1.0;
+        private static volatile long startMs;
+        private static volatile long originNanos = Long.MIN_VALUE;
+        private static volatile long originWallMs;
+
+        static synchronized void reset(double s, long start) {
+            speedup = s;
+            startMs = start;
+            originNanos = Long.MIN_VALUE;
+        }
+
+        static synchronized void align() {
+            if (originNanos == Long.MIN_VALUE) {
+                originNanos = System.nanoTime();
+                originWallMs = System.currentTimeMillis();
+            }
+        }
+
+        /** Clock ms now ({@code start} until the first record is released). */
+        static long now() {
+            long origin = originNanos;
+            if (origin == Long.MIN_VALUE) {
+                return startMs;
+            }
+            return startMs + (long) ((System.nanoTime() - origin) / 1e6 * speedup);
+        }
+
+        /** The clock's time at a wall-clock instant (epoch ms), e.g. a checkpoint's trigger. */
+        static long atWall(long wallMs) {
+            if (originNanos == Long.MIN_VALUE) {
+                return startMs;
+            }
+            return startMs + (long) ((wallMs - originWallMs) * speedup);
+        }
+
+        static double speedup() {
+            return speedup;
+        }
+
+        static boolean aligned() {
+            return originNanos != Long.MIN_VALUE;
+        }
+    }
+
+    /** PACE(ts): waits until the paced clock reaches ts, then returns ts (non-deterministic, so
+     *  the planner neither folds nor moves it). Runs in the source's chained calculation. */
+    public static final class Pace extends org.apache.flink.table.functions.ScalarFunction {
+        private static final long serialVersionUID = 1L;
+        /** One Stats per instance: a query reading the events twice (the join's two sides)
+         *  has a PACE in each branch; each branch's instance sees every record once. */
+        private static final ConcurrentLinkedQueue<Stats> ALL = new ConcurrentLinkedQueue<>();
+        private transient Stats stats;
+
+        /** Release statistics of the job (one source reader releases the records). */
+        static final class Stats {
+            long released;
+            long late;
+            long maxLagMs;
+            long firstNanos;
+            long lastNanos;
+
+            double wallSeconds() {
+                return released > 1 ? (lastNanos - firstNanos) / 1e9 : 0.0;
+            }
+        }
+
+        /** The statistics of the instance that released the most records. */
+        static Stats stats() {
+            Stats best = new Stats();
+            for (Stats s : ALL) {
+                synchronized (s) {
+                    if (s.released >= best.released) {
+                        best = new Stats();
+                        best.released = s.released;
+                        best.late = s.late;
+                        best.maxLagMs = s.maxLagMs;
+                        best.firstNanos = s.firstNanos;
+                        best.lastNanos = s.lastNanos;
+                    }
+                }
+            }
+            return best;
+        }
+
+        static void resetStats() {
+            ALL.clear();
+        }
+
+        @Override
+        public void open(org.apache.flink.table.functions.FunctionContext context) {
+            // the clock itself is set up by the job (Clock.reset) before the job starts
+            stats = new Stats();
+            ALL.add(stats);
+        }
+
+        public Long eval(Long ts) throws InterruptedException {
+            if (ts == null) {
+                return null;
+            }
+            Clock.align();
+            long now = Clock.now();
+            while (now < ts) {
+                double aheadRealMs = (ts - now) / Clock.speedup();
+                Thread.sleep(Math.max(0L, Math.min(50L, (long) aheadRealMs)),
+                        aheadRealMs < 1 ? (int) (aheadRealMs * 1e6) : 0);
+                now = Clock.now();
+            }
+            long lag = now - ts;
+            Stats s = stats;
+            synchronized (s) {
+                long t = System.nanoTime();
+                if (s.released == 0) {
+                    s.firstNanos = t;
+                }
+                s.lastNanos = t;
+                s.released++;
+                if (lag > Clock.speedup()) {
+                    s.late++;
+                }
+                s.maxLagMs = Math.max(s.maxLagMs, lag);
+            }
+            return ts;
+        }
+
+        @Override
+        public boolean isDeterministic() {
+            return false;
+        }
+    }
+
+    /** Counts the query's changelog by kind and takes each output's latency: the paced clock's
+     *  time past the event time the row stands for, in real microseconds. */
+    public static final class Counter extends ProcessFunction<Row, Long> {
+        private static final long serialVersionUID = 1L;
+        private static final ConcurrentLinkedQueue<Counter> DONE = new ConcurrentLinkedQueue<>();
+        private final double speedup;
+        private transient long[] byKind;
+        private transient long[] latencyUs;
+        private transient int n;
+
+        Counter(double speedup) {
+            this.speedup = speedup;
+        }
+
+        /** The merged counts of every subtask of the job. */
+        static final class Totals {
+            long[] byKind = new long[RowKind.values().length];
+            long[] latencyUs = new long[0];
+        }
+
+        static void reset() {
+            DONE.clear();
+            Pace.resetStats();
+        }
+
+        static Totals totals() {
+            Totals t = new Totals();
+            int size = 0;
+            for (Counter c : DONE) {
+                size += c.n;
+            }
+            t.latencyUs = new long[size];
+            int at = 0;
+            for (Counter c : DONE) {
+                for (int k = 0; k < t.byKind.length; k++) {
+                    t.byKind[k] += c.byKind[k];
+                }
+                System.arraycopy(c.latencyUs, 0, t.latencyUs, at, c.n);
+                at += c.n;
+            }
+            return t;
+        }
+
+        @Override
+        public void open(OpenContext context) {
+            byKind = new long[RowKind.values().length];
+            latencyUs = new long[1024];
+            n = 0;
+        }
+
+        @Override
+        public void processElement(Row row, Context ctx, Collector<Long> out) {
+            byKind[row.getKind().ordinal()]++;
+            if (row.getKind() == RowKind.UPDATE_BEFORE || row.getKind() == RowKind.DELETE) {
+                return;
+            }
+            Object ts = row.getField("out_ts");
+            if (ts instanceof Long) {
+                long lagClockMs = Math.max(0L, Clock.now() - (Long) ts);
+                if (n == latencyUs.length) {
+                    latencyUs = Arrays.copyOf(latencyUs, n * 2);
+                }
+                latencyUs[n++] = (long) (lagClockMs / speedup * 1000.0);
+            }
+        }
+
+        @Override
+        public void close() {
+            if (byKind != null) {
+                DONE.add(this);
+            }
+        }
+    }
+
+    /** Reads a configuration value of this program's own keys (tests, the backend factory). */
+    static String confValue(org.apache.flink.configuration.ReadableConfig config, String key,
+                            String fallback) {
+        return config.get(ConfigOptions.key(key).stringType().defaultValue(fallback));
+    }
+}

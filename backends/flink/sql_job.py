@@ -1,0 +1,308 @@
+"""Run an operator's query as a real Flink SQL job over Nexmark events (the ``flink-sql`` lane).
+
+Why: statebench emulates Flink's operators as state accesses on its own lanes; this runs the
+query itself on Flink's engine, so the emulation can be checked against it.
+``statebench.flink.sql.SqlJob`` (Java, ``sql_java/``, compiled here on first use against every
+jar of the ``flink`` extra's ``pyflink/lib``: the Table API, planner and filesystem/CSV
+connectors are not in flink-dist, which is all the worker is compiled against) runs, on one
+local MiniCluster per call and from the Table API, each job of a request: a filesystem CSV
+table over the events (this module writes ``NEXMARK_SCHEMA`` rows to a CSV file: the CSV
+format and the filesystem connector are the in-jar way to read a file of our rows in SQL,
+with a computed rowtime column and its watermark), the query of the kind, ``table.exec.state.ttl``,
+Flink's periodic checkpoints into a real folder, on HashMapStateBackend or
+EmbeddedRocksDBStateBackend.
+
+The queries (Nexmark's, over the events' columns; ``SqlJob.query``):
+
+* ``dedup`` (q18): ``ROW_NUMBER() OVER (PARTITION BY bidder, auction ORDER BY event_time DESC)``,
+  ``rn = 1``: the last bid per bidder and auction (RowTimeDeduplicateFunction, a ValueState
+  per key);
+* ``regular_join`` (q20): bids ``JOIN`` auctions ``ON auction = id`` with the auction's
+  ``category`` fixed (StreamingJoinOperator; both sides without a unique key: a MapState of
+  rows with counts per join key);
+* ``tumbling_window`` (q7's window): ``MAX(price)``, ``COUNT(*)`` per auction per tumbling
+  window of ``window_ms`` (the window TVF's slicing aggregate, one phase; its state is cleaned
+  by event-time timers at the watermark, not by the TTL);
+* ``group_agg``: ``COUNT(*)``, ``MAX(price)`` per auction (GroupAggFunction, a ValueState of
+  the accumulators per key).
+
+Time: SQL's TTL runs on processing time. The job runs on a paced clock, as statebench's
+ProcessingTime runs do (``workloads.run.pacing``): a ``PACE(ts)`` function in the source's
+computed rowtime column releases each record when ``start_ms + wall elapsed * speedup >= ts``,
+and the keyed backends' TtlTimeProvider is that clock (a wrapping state-backend factory), so
+``ttl_ms`` is in the records' milliseconds and the RocksDB compaction filter reads the same
+clock. A job that cannot keep up releases records late (``late_records``,
+``schedule_lag_max_ms``, as the paced lanes report).
+
+What a job reports (``run_sql_jobs``): ``records`` and ``records_per_s`` (records released over
+the wall time from the first to the last release: under pacing, the schedule's rate while the
+job keeps up), ``job_s``, the output changelog by kind (``outputs``: ``+I``, ``-U``, ``+U``,
+``-D``), ``latency_us`` percentiles (per output row: how far the paced clock is past the event
+time the row stands for - its bid's, or its window's end - in real microseconds, measured in
+the sink function), Flink's checkpoint statistics per checkpoint (``checkpoints``:
+``state_bytes`` = the checkpoint's full size, ``checkpointed_bytes``, end-to-end, sync, async
+and alignment ms, at their paced-clock time) and state samples.
+
+**The state-size measure.** On RocksDB: Flink's native RocksDB metrics
+(``state.backend.rocksdb.metrics.*``), summed over every column family (each state, timers
+included) and subtask and sampled on the paced clock by a MetricReporter of ours:
+``estimate-num-keys`` (RocksDB's estimate of the entries: exact after compaction, counting an
+overwritten or expired entry until a compaction drops it), ``estimate-live-data-size``,
+``live-sst-files-size``, ``total-sst-files-size``, ``cur-size-all-mem-tables``, and
+``estimate-num-keys`` per state. On HashMap, Flink exposes no state-size metric: the measure is
+each checkpoint's full size (``state_bytes``: every entry serialized with Flink's row
+serializers, expired ones not yet cleaned up included).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from backends import tempdirs
+from backends.flink.build import cache_root, find_flink_jar, find_jdk, write_manifest
+from backends.flink.errors import FlinkUnavailableError, FlinkWorkerError
+from backends.flink.worker import JVM_OPTIONS
+
+MAIN = "statebench.flink.sql.SqlJob"
+SOURCES = Path(__file__).resolve().parent / "sql_java"
+KINDS = ("dedup", "regular_join", "tumbling_window", "group_agg")
+BACKENDS = ("hashmap", "rocksdb")
+#: The reporter factory Flink finds through the service loader (written into the build).
+_SERVICES = {
+    "org.apache.flink.metrics.reporter.MetricReporterFactory":
+        "statebench.flink.sql.StateReporter$Factory",
+}
+_MANIFEST = ".statebench-manifest.json"
+#: The columns of the CSV file, in the order of SqlJob's source table.
+CSV_COLUMNS = ("event_type", "ts", "person_id", "auction_id", "price", "category",
+               "expires_ms", "city")
+DEFAULT_TIMEOUT_S = 900.0
+JAVAC_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class SqlBuild:
+    """The compiled job and how to start it."""
+
+    java: str
+    classpath: str
+
+
+def _lib_jars() -> list[Path]:
+    """Every jar of ``pyflink/lib`` (flink-dist, the Table API, planner, runtime, connectors)."""
+    lib = find_flink_jar().parent
+    return sorted(lib.glob("*.jar"))
+
+
+def _build_key(jars: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for src in sorted(SOURCES.rglob("*.java")):
+        digest.update(str(src.relative_to(SOURCES)).encode())
+        digest.update(src.read_bytes())
+    for jar in jars:
+        stat = jar.stat()
+        digest.update(f"{jar.name}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    digest.update(json.dumps(_SERVICES, sort_keys=True).encode())
+    return digest.hexdigest()[:20]
+
+
+def _complete(classes: Path) -> bool:
+    """A finished build: its manifest lists the main class, and every listed file is there
+    with its size (the manifest is written last)."""
+    try:
+        listed = json.loads((classes / _MANIFEST).read_text(encoding="utf-8"))["files"]
+        if MAIN.replace(".", "/") + ".class" not in listed:
+            return False
+        return all((classes / name).stat().st_size == entry[0] for name, entry in listed.items())
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return False
+
+
+@contextmanager
+def _lock(target: Path) -> Iterator[None]:
+    """One build of ``target`` at a time (others wait, then find it built)."""
+    import fcntl
+
+    target.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target / ".build.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + JAVAC_TIMEOUT_S + 60
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise FlinkUnavailableError(
+                        f"another process has been building the Flink SQL job in {target} for "
+                        "too long; remove that folder if it is stuck") from None
+                time.sleep(0.2)
+        yield
+    finally:
+        os.close(fd)
+
+
+def ensure_sql_job_built() -> SqlBuild:
+    """Compile ``sql_java/`` against the extra's jars into the cache unless built already."""
+    jars = _lib_jars()
+    javac, java = find_jdk()
+    target = cache_root() / "flink-sql-job" / _build_key(jars)
+    classes = target / "classes"
+    classpath = os.pathsep.join([str(classes), *map(str, jars)])
+    if _complete(classes):
+        return SqlBuild(java=java, classpath=classpath)
+    with _lock(target):
+        if not _complete(classes):
+            tempdirs.sweep([target])
+            tmp = Path(tempdirs.make(".statebench-build-", dir=target))
+            try:
+                proc = subprocess.run(
+                    [javac, "-nowarn", "-Xlint:-options", "-encoding", "UTF-8", "-d", str(tmp),
+                     "-cp", os.pathsep.join(map(str, jars)),
+                     *map(str, sorted(SOURCES.rglob("*.java")))],
+                    capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S)
+                if proc.returncode != 0:
+                    raise FlinkUnavailableError(
+                        "compiling the Flink SQL job failed:\n"
+                        + (proc.stderr or proc.stdout)[-4000:])
+                services = tmp / "META-INF" / "services"
+                services.mkdir(parents=True)
+                for name, impl in _SERVICES.items():
+                    (services / name).write_text(impl + "\n", encoding="utf-8")
+                write_manifest(tmp)
+                if classes.exists():
+                    tempdirs.remove(classes)
+                os.replace(tmp, classes)
+                tempdirs.forget(tmp)
+            except subprocess.TimeoutExpired:
+                raise FlinkUnavailableError(
+                    f"compiling the Flink SQL job did not finish within {JAVAC_TIMEOUT_S:.0f} s"
+                ) from None
+            finally:
+                if tmp.exists():
+                    tempdirs.remove(tmp)
+    return SqlBuild(java=java, classpath=classpath)
+
+
+def write_events_csv(batches: Iterable[pa.RecordBatch] | pa.Table, path: Path) -> int:
+    """Write Nexmark events (``NEXMARK_SCHEMA`` columns) as the job's CSV file (no header, in
+    the given order: the file's order is the order the source reads); the row count."""
+    if isinstance(batches, pa.Table):
+        batches = batches.to_batches()
+    count = 0
+    options = pacsv.WriteOptions(include_header=False)
+    with pacsv.CSVWriter(str(path), pa.schema([(c, pa.int64()) for c in CSV_COLUMNS]),
+                         write_options=options) as out:
+        for batch in batches:
+            missing = [c for c in CSV_COLUMNS if c not in batch.schema.names]
+            if missing:
+                raise ValueError(f"events lack the column(s) {', '.join(missing)}")
+            out.write_batch(pa.RecordBatch.from_arrays(
+                [batch.column(c).cast(pa.int64()) for c in CSV_COLUMNS],
+                names=list(CSV_COLUMNS)))
+            count += batch.num_rows
+    if count == 0:
+        raise ValueError("no events to write: a SQL job needs at least one")
+    return count
+
+
+@dataclass(frozen=True)
+class SqlJobConfig:
+    """One job: the events file, the query kind, TTL, checkpoints, backend and clock.
+
+    ``ttl_ms`` 0 is no TTL. ``speedup``: paced-clock ms per real ms. ``conf``: more Flink
+    configuration (e.g. RocksDB options), set last."""
+
+    events: Path
+    count: int
+    kind: str
+    backend: str
+    checkpoint_dir: Path
+    checkpoint_interval_ms: int = 1000
+    incremental: bool = False
+    ttl_ms: int = 0
+    parallelism: int = 1
+    speedup: float = 1.0
+    start_ms: int = 0
+    out_of_orderness_ms: int = 0
+    window_ms: int = 10_000
+    category: int = 10
+    sample_interval_ms: int = 1000
+    query_time_after_num_entries: int = 1000
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"query kind {self.kind!r}: the SQL job runs {', '.join(KINDS)}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend {self.backend!r}: expected {' or '.join(BACKENDS)}")
+        for name in ("count", "parallelism", "window_ms", "sample_interval_ms"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.checkpoint_interval_ms < 10:
+            raise ValueError("checkpoint_interval_ms must be >= 10 (Flink's minimum)")
+        if self.ttl_ms < 0 or self.out_of_orderness_ms < 0 or self.start_ms < 0:
+            raise ValueError("ttl_ms, out_of_orderness_ms and start_ms must be >= 0")
+        if not self.speedup > 0:
+            raise ValueError(f"speedup must be > 0, got {self.speedup}")
+
+    def as_request(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["events"] = str(self.events)
+        out["checkpoint_dir"] = str(self.checkpoint_dir)
+        out["conf"] = {str(k): str(v) for k, v in self.conf.items()}
+        return out
+
+
+def _last_json(stdout: str) -> dict[str, Any] | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                return None
+    return None
+
+
+def run_sql_jobs(jobs: list[SqlJobConfig], heap_mb: int = 1024,
+                 timeout_s: float = DEFAULT_TIMEOUT_S) -> list[dict[str, Any]]:
+    """Run ``jobs`` one after the other on one MiniCluster in a fresh JVM; their reports (see
+    the module docstring), in order."""
+    if not jobs:
+        raise ValueError("no SQL job given")
+    build = ensure_sql_job_built()
+    for job in jobs:
+        job.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    # the MiniCluster's temporary files (RocksDB's folders, the planner's jar, blobs) in an
+    # owner-tagged folder removed after the call, not left in /tmp
+    local = Path(tempdirs.make("statebench-sql-job-", dir=jobs[0].checkpoint_dir.parent))
+    request = local / "request.json"
+    request.write_text(json.dumps({"jobs": [j.as_request() for j in jobs]}), encoding="utf-8")
+    cmd = [build.java, f"-Xmx{heap_mb}m", f"-Djava.io.tmpdir={local}", *JVM_OPTIONS,
+           "-cp", build.classpath, MAIN, str(request)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise FlinkWorkerError(f"the Flink SQL job(s) did not finish within {timeout_s:.0f} s "
+                               "and were stopped") from None
+    finally:
+        tempdirs.remove(local)
+    report = _last_json(proc.stdout) if proc.returncode == 0 else None
+    if report is None:
+        lines = [x for x in proc.stderr.splitlines() if x.startswith("statebench sql job")]
+        why = lines[-1] if lines else proc.stderr[-2000:].strip()
+        raise FlinkWorkerError(f"the Flink SQL job failed with exit status {proc.returncode}: "
+                               f"{why}")
+    return list(report["jobs"])
