@@ -174,6 +174,17 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
                cls=EXACT),
     MetricSpec("expired_returned", "expired values returned (must be 0)", "count",
                "correctness", -1, cls=EXACT),
+    # operator workloads (workloads.operators): outputs, and what a TTL changed in them against
+    # the same run without TTL - exact under event time (the TTL clock is the records' time)
+    MetricSpec("ttl_changed_results", "outputs changed by the TTL (share)", "share",
+               "correctness", -1, cls=EXACT),
+    MetricSpec("ttl_changed_outputs", "outputs changed by the TTL", "count", "correctness", -1,
+               cls=EXACT),
+    MetricSpec("ttl_compared_outputs", "outputs compared (TTL run and reference)", "count",
+               "correctness", 0, cls=EXACT),
+    MetricSpec("operator_outputs", "operator outputs", "count", "correctness", 0, cls=EXACT),
+    MetricSpec("timers_registered", "timers registered", "count", "state", 0, cls=EXACT),
+    MetricSpec("timers_fired", "timers fired", "count", "state", 0, cls=EXACT),
 )
 
 CATALOGUE: dict[str, MetricSpec] = {m.name: m for m in _CATALOGUE}

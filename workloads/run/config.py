@@ -72,6 +72,10 @@ class OperatorConfig:
     cleanup: str = ""  # the strategy text to configure when ``strategy`` is a sweep label
     local_dir: str | None = None
     restore_at_end: bool = True
+    #: an ``[operator]`` spec's operator (``workloads.spec.OperatorSpec``; None: key-value
+    #: traffic) and its input's out-of-orderness bound (the watermark's)
+    operator: object = None
+    out_of_orderness_ms: int = 0
 
     @property
     def scenario(self) -> ScenarioId:

@@ -160,8 +160,8 @@ class KeyedOperator:
         self.backend: Any = None
         try:
             self.backend = self._open_backend()
-            self._descs = descriptors(cfg)
-            calls = register_states(self.backend, self._descs)
+            self._descs = self._state_descriptors()
+            calls = self._register_states(self.backend)
             if self.backend.not_applicable:
                 raise RuntimeError(
                     f"{cfg.scenario.label}: the backend reports strategy parts that do not apply"
@@ -188,10 +188,7 @@ class KeyedOperator:
         else:
             set_time = self.clock.set
         self._shadow: dict | None = {} if cfg.ttl_ms is not None else None
-        self._loop = build_loop(
-            calls, self.backend.set_current_key, set_time, self.clock.now, self._shadow,
-            cfg.ttl_ms, stamp=cfg.measure_latency, refresh=cfg.update_type == "OnReadAndWrite",
-        )
+        self._loop = self._make_loop(calls, set_time)
         self._barriers = barrier_schedule(cfg)
         self._bi = 0
         self._next_barrier = self._barriers[0].time_ms if self._barriers else INFINITY
@@ -202,6 +199,37 @@ class KeyedOperator:
                                                  cfg.checkpoint_max_in_flight))
 
     # ------------------------------------------------------------------ setup
+    # Hooks a task operator of another input shape overrides (workloads.operators.task): the
+    # states, their registration, the record loop, the loop's columns and its state-op count.
+    def _state_descriptors(self) -> dict[str, Any]:
+        return descriptors(self.cfg)
+
+    def _register_states(self, backend: Any) -> Any:
+        """Register this task's states on ``backend`` (its own, or a restored one)."""
+        return register_states(backend, descriptors(self.cfg) if backend is not self.backend
+                               else self._descs)
+
+    def _make_loop(self, calls: Any, set_time: Any) -> Any:
+        cfg = self.cfg
+        return build_loop(
+            calls, self.backend.set_current_key, set_time, self.clock.now, self._shadow,
+            cfg.ttl_ms, stamp=cfg.measure_latency, refresh=cfg.update_type == "OnReadAndWrite",
+        )
+
+    def _columns(self, batch: pa.RecordBatch, ts_np: np.ndarray) -> tuple[Any, ...]:
+        """The loop's columns of a batch (the first is the keys, the third the ops)."""
+        return (
+            _pylist(batch.column("key")),
+            ts_np.tolist(),
+            _pylist(batch.column("op")),
+            self._payloads.values(batch),
+            _pylist(batch.column("map_key")) if self._uses_map else _ZEROS,
+        )
+
+    def _state_ops(self, cols: tuple[Any, ...], count: int) -> int:
+        """State calls of ``count`` records (read-modify-write counts two)."""
+        return count + cols[2].count(Op.VALUE_RMW)
+
     def _open_backend(self) -> Any:
         cfg = self.cfg
         options: dict[str, Any] = {
@@ -235,13 +263,7 @@ class KeyedOperator:
             return
         start = time.perf_counter_ns()
         ts_np = sorted_times(batch, self._last_ts, self.task)
-        cols = (
-            _pylist(batch.column("key")),
-            ts_np.tolist(),
-            _pylist(batch.column("op")),
-            self._payloads.values(batch),
-            _pylist(batch.column("map_key")) if self._uses_map else _ZEROS,
-        )
+        cols = self._columns(batch, ts_np)
         post_in_batch = n - min(n, max(self.tp.warm_left, 0))
         self.tp.post_ns += (time.perf_counter_ns() - start) * post_in_batch / n
         last = int(ts_np[-1])
@@ -273,14 +295,14 @@ class KeyedOperator:
     def _apply(self, cols: tuple[Any, ...], lo: int, hi: int) -> None:
         count = hi - lo
         if count == len(cols[0]):
-            keys, tss, ops, vals, mks = cols
+            part = cols
         else:
-            keys, tss, ops, vals, mks = (c if c is _ZEROS else c[lo:hi] for c in cols)
+            part = tuple(c if c is _ZEROS else c[lo:hi] for c in cols)
         tp = self.tp
         skip = min(max(tp.warm_left, 0), count)
         if self.cfg.measure_latency:
             stamps: list[int] = []  # list.append + one fromiter beat array("q").append here
-            bad, self._loop_t = self._loop(keys, tss, ops, vals, mks, stamps.append, self._loop_t)
+            bad, self._loop_t = self._loop(*part, stamps.append, self._loop_t)
             stamps.append(time.perf_counter_ns())
             if skip < count:
                 lat = np.diff(np.fromiter(stamps, dtype=np.int64, count=len(stamps)))
@@ -292,7 +314,7 @@ class KeyedOperator:
                                    self._async_end_ns())
         else:
             t0 = time.perf_counter_ns()
-            bad, self._loop_t = self._loop(keys, tss, ops, vals, mks, None, self._loop_t)
+            bad, self._loop_t = self._loop(*part, None, self._loop_t)
             if skip < count:
                 t1 = time.perf_counter_ns()
                 busy = (t1 - t0) * (count - skip) / count
@@ -305,7 +327,7 @@ class KeyedOperator:
         tp.warm_left -= skip
         tp.post_records += count - skip
         tp.records += count
-        tp.state_ops += count + ops.count(Op.VALUE_RMW)  # read-modify-write is two state calls
+        tp.state_ops += self._state_ops(part, count)
         self.expired_returned += bad
 
     def _fire_barrier(self) -> None:
@@ -424,7 +446,7 @@ class KeyedOperator:
             handle, checkpoint_id, barrier_ms = self._last_checkpoint
             ms = ck.timed_restore(
                 cfg.backend, handle, make_clock(cfg), local_root(cfg),
-                lambda b: register_states(b, descriptors(cfg)),
+                self._register_states,
                 max_parallelism=cfg.max_parallelism,
                 key_group_range=KeyGroupRange.of_operator(task, cfg.parallelism,
                                                           cfg.max_parallelism),

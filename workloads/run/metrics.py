@@ -119,6 +119,8 @@ METRIC_DDL = (
     "task int, step bigint, logical_time_ms bigint, metric string, value double, unit string"
 )
 INTERNAL_PREFIX = "_"
+#: Shares whose job total is the ratio of two summed count metrics (workloads.operators.task).
+RATIO_TOTALS = {"ttl_changed_results": ("ttl_changed_outputs", "ttl_compared_outputs")}
 
 # internal metrics (consumed by finalize_rows, never written)
 LATENCY_BUCKET = "_latency_bucket"  # step = bucket index, value = count
@@ -426,6 +428,9 @@ def finalize_rows(table: pa.Table) -> pa.Table:
                 metric in _LAG_PERCENTILE_METRICS):
             continue
         value = combine_tasks(units[metric], values)
+        if metric in RATIO_TOTALS:  # a share of counts: the job's is the summed counts' ratio
+            num, den = (math.fsum(sums.get((scen, m, step), [])) for m in RATIO_TOTALS[metric])
+            value = num / den if den else 0.0
         totals[scen].append((TOTAL_TASK, step, times[(scen, metric, step)], metric, value,
                              units[metric]))
     for (scen, rep), hist in hists.items():

@@ -114,6 +114,14 @@ class RunConfig:
                 raise PlanError("cleanup strategies need a TTL; the spec has no state.ttl_ms")
             object.__setattr__(self, "strategies", tuple(dict.fromkeys(labels)))
         self._check_lane_bounds()
+        if self.spec.operator is not None:
+            from workloads.operators import UnsupportedOperator, check_supported
+
+            try:  # before any job: a kind not emulated, or a lane without operator kinds
+                for kind in self.backends:
+                    check_supported(self.spec.operator.kind, kind)
+            except UnsupportedOperator as exc:
+                raise PlanError(str(exc)) from None
 
     def _check_lane_bounds(self) -> None:
         """Numbers a Flink lane's wire and Flink cannot carry, refused before any work."""
@@ -299,6 +307,8 @@ def operator_config(
                          else tuple(sorted(cfg.spec.rocksdb.options().items()))
                          if scenario.backend in ("flink-rocksdb", "flink-forst") else ()),
         local_dir=cfg.local_dir,
+        operator=spec.operator,
+        out_of_orderness_ms=spec.time.max_out_of_orderness_ms if spec.time is not None else 0,
     )
 
 

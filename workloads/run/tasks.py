@@ -15,6 +15,8 @@ import pyarrow as pa
 
 import backends
 from backends.flink.lanes import LANE_KINDS
+from workloads.operators import check_supported
+from workloads.operators.task import OperatorTask
 from workloads.run.config import OperatorConfig
 from workloads.run.flink_lane import FlinkLaneOperator
 from workloads.run.keyed_operator import KeyedOperator
@@ -42,12 +44,20 @@ OPERATORS: dict[str, Callable[[OperatorConfig, int, int, int | None], TaskOperat
     **dict.fromkeys(backends.BACKEND_KINDS, KeyedOperator),
     **dict.fromkeys(LANE_KINDS, FlinkLaneOperator),
 }
+#: The task operator of an ``[operator]`` spec (workloads.operators) per backend kind; the
+#: Flink lanes have none yet and refuse it (``check_supported``).
+OPERATOR_KIND_TASKS: dict[str, Callable[[OperatorConfig, int, int, int | None], TaskOperator]] = (
+    dict.fromkeys(backends.BACKEND_KINDS, OperatorTask))
 
 
 def task_operator(
     cfg: OperatorConfig, task: int, attempt: int = 0, attempt_id: int | None = None
 ) -> TaskOperator:
-    """The operator for ``task`` of ``cfg``'s scenario, chosen by its backend kind."""
+    """The operator for ``task`` of ``cfg``'s scenario, chosen by its backend kind (and by
+    whether the spec has an ``[operator]``)."""
+    if cfg.operator is not None:
+        check_supported(cfg.operator.kind, cfg.backend)  # type: ignore[attr-defined]
+        return OPERATOR_KIND_TASKS[cfg.backend](cfg, task, attempt, attempt_id)
     make = OPERATORS.get(cfg.backend)
     if make is None:
         raise ValueError(

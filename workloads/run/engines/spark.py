@@ -38,7 +38,7 @@ from workloads.run.engines.schedule import check_schedule
 from workloads.run.metrics import METRIC_DDL, METRIC_SCHEMA
 from workloads.run.plan import DataFacts, RunConfig, RunOutcome, spec_time_frame
 from workloads.run.runner import JobCallback, run
-from workloads.run.source import KEYED_SCHEMA, keyed_partition
+from workloads.run.source import keyed_partition, source_ddl, source_schema
 from workloads.run.tasks import run_operator_batches
 from workloads.spec import WorkloadSpec
 
@@ -49,10 +49,6 @@ DEFAULT_MASTER = "local[*]"
 LOOPBACK = "127.0.0.1"
 SPARK_HASH_SEED = 42
 PREFETCH_BYTES = 256 << 20  # input read ahead per Spark task (see prefetch)
-SOURCE_DDL = (
-    "key bigint, ts bigint, op tinyint, value bigint, value_size int, map_key int, task int, "
-    "seq bigint, pkey bigint"
-)
 
 
 class InjectedTaskFailure(RuntimeError):
@@ -354,7 +350,7 @@ def _source_fn(
     batch_size: int,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     pkeys = np.asarray(partition_keys(parallelism), dtype=np.int64)
-    schema = KEYED_SCHEMA.append(pa.field("pkey", pa.int64()))
+    schema = source_schema(spec).append(pa.field("pkey", pa.int64()))
 
     def generate(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for id_batch in ids:
@@ -373,7 +369,8 @@ def keyed_events(spark: SparkSession, cfg: RunConfig) -> DataFrame:
     """The source stage, exactly partitioned by task and sorted by (task, ts, seq)."""
     n = cfg.partitions
     source = spark.range(n, numPartitions=n).mapInArrow(
-        _source_fn(cfg.spec, n, cfg.parallelism, cfg.max_parallelism, cfg.batch_size), SOURCE_DDL
+        _source_fn(cfg.spec, n, cfg.parallelism, cfg.max_parallelism, cfg.batch_size),
+        source_ddl(source_schema(cfg.spec).append(pa.field("pkey", pa.int64()))),
     )
     return (
         source.repartition(cfg.parallelism, "pkey")

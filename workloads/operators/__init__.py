@@ -1,0 +1,79 @@
+"""Operators over Nexmark input with state TTL (issue 17): each ``[operator] kind`` turns its
+input into the state accesses of the Flink operator it follows, on statebench's own backends.
+
+==================  ===========================================  ==================================
+kind                Flink class it follows                       states (name: shape)
+==================  ===========================================  ==================================
+``dedup``           ``RowTimeDeduplicateFunction`` (last row)    ``deduplicate-state``: value
+``regular_join``    ``StreamingJoinOperator`` +                  ``left-records``,
+                    ``JoinRecordStateViews.InputSideHasNo        ``right-records``: map
+                    UniqueKey``
+``tumbling_window`` ``WindowOperator`` + ``EventTimeTrigger``    ``window-contents``: map by
+                    (incremental aggregate)                      window end; ``event-timers``
+``group_agg``       ``GroupAggFunction``                         ``accState``: value
+==================  ===========================================  ==================================
+
+Each module's docstring gives the per-event reads, writes, deletes, timers and outputs and what
+the emulation leaves out. ``sliding_window``, ``session_window``, ``interval_join`` and ``topn``
+are accepted by the spec but not emulated yet: a run of them is refused up front
+(:func:`check_supported`).
+
+Namespaces are emulated, not added to the backends: a window's state is a map entry keyed by
+the window (``MapState<window end, accumulator>``). Flink's (key, namespace) -> value rows and
+statebench's (key, map key) -> value entries have the same count, the same per-entry TTL (a map
+entry's TTL is per entry, as a namespaced value's) and the same per-event accesses (one get, one
+put, one delete per window); the backends stay as they are while their TTL and cleanup code is
+being refactored, and every cleanup strategy already handles map entries. What differs: the
+namespace is serialized as the map's user key (8 bytes, Flink's ``TimeWindow`` is 16), and a
+heap map is a dict per key instead of Flink's one ``CopyOnWriteStateMap`` per namespace.
+
+Timers are state (``workloads.operators.base.Timers``): an ``event-timers`` map entry per timer
+on the task's backend - in RocksDB on the ``rocksdb`` lane, on the heap on ``heap`` - counted in
+live entries, bytes and checkpoints. The Flink lanes (``flink-heap``, ``flink-rocksdb``) do not
+run operator kinds yet: a run of an ``[operator]`` spec on them is refused naming the lane.
+
+Outputs: every operator records what it emits (changelog kind and values);
+``ttl_changed_results`` compares them with a reference run without TTL
+(``workloads.operators.results``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workloads.operators.base import EmulatedOperator
+from workloads.operators.dedup import Dedup
+from workloads.operators.group_agg import GroupAgg
+from workloads.operators.regular_join import RegularJoin
+from workloads.operators.tumbling_window import TumblingWindow
+
+#: The emulated kinds (the rest of ``workloads.spec.OPERATOR_KINDS`` are refused).
+OPERATOR_CLASSES: dict[str, type[EmulatedOperator]] = {
+    "dedup": Dedup,
+    "regular_join": RegularJoin,
+    "tumbling_window": TumblingWindow,
+    "group_agg": GroupAgg,
+}
+
+
+class UnsupportedOperator(ValueError):
+    """An operator kind or lane that cannot run an ``[operator]`` spec (yet)."""
+
+
+def check_supported(kind: str, backend: str | None = None) -> None:
+    """Refuse, with a message naming it, an operator kind not emulated or a lane without
+    operator kinds (the Flink lanes, this version)."""
+    if kind not in OPERATOR_CLASSES:
+        raise UnsupportedOperator(
+            f"operator kind '{kind}' is not emulated yet; emulated kinds: "
+            f"{', '.join(OPERATOR_CLASSES)}")
+    if backend is not None and backend.startswith("flink"):
+        raise UnsupportedOperator(
+            f"backend '{backend}': the Flink lanes do not yet support operator kinds "
+            f"([operator] kind = '{kind}'); run it on heap or rocksdb")
+
+
+def make_operator(op: Any, out_of_orderness_ms: int, retention: bool) -> EmulatedOperator:
+    """An operator of ``op.kind`` (a ``workloads.spec.OperatorSpec``)."""
+    check_supported(op.kind)
+    return OPERATOR_CLASSES[op.kind](op, out_of_orderness_ms, retention)
