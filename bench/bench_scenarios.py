@@ -9,9 +9,9 @@ as the median over the runs. asv treats a larger number as worse, so every
 metric here is "lower is better": time per record instead of records per second, bytes, entries,
 milliseconds. A combination that cannot run (incremental cleanup on RocksDB, the compaction
 filter on an event-time clock) raises NotImplementedError in setup, which asv shows as skipped.
-Flink's own backends run as reference lanes (``flink-heap``, ``flink-rocksdb``) when
-``statebench[flink]`` and a JDK are there (asv installs the extra); Flink keeps no cleanup
-counters, so their cleanup-lag track has no number.
+Flink's own backends run as reference lanes (``flink-heap``, ``flink-rocksdb``,
+``flink-forst``) when ``statebench[flink]`` and a JDK are there (asv installs the extra); Flink
+keeps no cleanup counters, so their cleanup-lag track has no number.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 WORKLOADS = ["sessions-churn", "ycsb-a"]
 #: Flink's reference lanes run where they can (statebench[flink] and a JDK); elsewhere their
 #: benchmarks are skipped.
-BACKENDS = ["heap", "rocksdb", "flink-heap", "flink-rocksdb"]
+BACKENDS = ["heap", "rocksdb", "flink-heap", "flink-rocksdb", "flink-forst"]
 STRATEGIES = ["none", "full_snapshot", "incremental(5, false)", "compaction_filter(1000)", "timer"]
 EVENTS = 200_000  # 2 s of logical time at the shipped specs' 100 k events/s
 CHECKPOINT_INTERVAL_MS = 250
@@ -111,7 +111,8 @@ def _runnable_backends() -> tuple[str, ...]:
     from workloads.run.compare import default_backends
 
     runnable = default_backends(warn=lambda _message: None)
-    return tuple(b for b in BACKENDS if b in runnable)
+    flink = any(b.startswith("flink-") for b in runnable)  # Flink's lanes run here
+    return tuple(b for b in BACKENDS if b in runnable or (flink and b.startswith("flink-")))
 
 
 def _metric(cache: dict, key: tuple, name: str) -> float:
