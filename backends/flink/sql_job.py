@@ -17,14 +17,16 @@ The queries (Nexmark's, over the events' columns; ``SqlJob.query``):
 * ``dedup`` (q18): ``ROW_NUMBER() OVER (PARTITION BY bidder, auction ORDER BY event_time DESC)``,
   ``rn = 1``: the last bid per bidder and auction (RowTimeDeduplicateFunction, a ValueState
   per key);
-* ``regular_join`` (q20): bids ``JOIN`` auctions ``ON auction = id`` with the auction's
-  ``category`` fixed (StreamingJoinOperator; both sides without a unique key: a MapState of
-  rows with counts per join key);
-* ``tumbling_window`` (q7's window): ``MAX(price)``, ``COUNT(*)`` per auction per tumbling
-  window of ``window_ms`` (the window TVF's slicing aggregate, one phase; its state is cleaned
-  by event-time timers at the watermark, not by the TTL);
-* ``group_agg``: ``COUNT(*)``, ``MAX(price)`` per auction (GroupAggFunction, a ValueState of
-  the accumulators per key).
+* ``regular_join`` (q20): bids ``JOIN`` auctions ``ON auction = id``, with ``category >= 0``
+  only the auctions of that category (StreamingJoinOperator; both sides without a unique key:
+  a MapState of rows with counts per join key);
+* ``tumbling_window`` (q7's window): ``agg`` (max | sum | count) of the bids' price per
+  ``group_by`` (auction | bidder) per tumbling window of ``window_ms`` (the window TVF's
+  slicing aggregate, one phase; its state is cleaned by event-time timers at the watermark,
+  not by the TTL);
+* ``group_agg``: ``agg`` of the price per ``group_by`` (auction | bidder; category: the
+  auctions' initial price per category) (GroupAggFunction, a ValueState of the accumulator
+  row per key).
 
 Time: SQL's TTL runs on processing time. The job runs on a paced clock, as statebench's
 ProcessingTime runs do (``workloads.run.pacing``): a ``PACE(ts)`` function in the source's
@@ -238,7 +240,9 @@ class SqlJobConfig:
     start_ms: int = 0
     out_of_orderness_ms: int = 0
     window_ms: int = 10_000
-    category: int = 10
+    category: int = -1
+    group_by: str = "auction"
+    agg: str = "max"
     sample_interval_ms: int = 1000
     query_time_after_num_entries: int = 1000
     conf: Mapping[str, str] = field(default_factory=dict)

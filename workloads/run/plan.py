@@ -15,6 +15,7 @@ import pyarrow as pa
 import backends
 from backends import BACKEND_KINDS
 from backends.flink import lanes as flink_lanes
+from backends.flink import sql_lanes
 from backends.flink.register import forst_configuration, rocksdb_configuration
 from backends.keygroups import DEFAULT_MAX_PARALLELISM
 from backends.rocksdb_options import TTL_DB
@@ -34,7 +35,8 @@ class PlanError(ValueError):
 
 
 #: Every backend a run accepts: statebench's own and Flink's reference lanes.
-RUN_BACKENDS: tuple[str, ...] = BACKEND_KINDS + tuple(flink_lanes.LANE_KINDS)
+RUN_BACKENDS: tuple[str, ...] = (BACKEND_KINDS + tuple(flink_lanes.LANE_KINDS)
+                                  + tuple(sql_lanes.SQL_LANES))
 
 
 def new_run_id() -> str:
@@ -119,8 +121,28 @@ class RunConfig:
 
             try:  # before any job: a kind not emulated, or a lane without operator kinds
                 for kind in self.backends:
-                    check_supported(self.spec.operator.kind, kind)
+                    if not sql_lanes.is_sql_lane(kind):  # flink-sql: checked just below
+                        check_supported(self.spec.operator.kind, kind)
             except UnsupportedOperator as exc:
+                raise PlanError(str(exc)) from None
+
+        self._check_sql_lanes()
+
+    def _check_sql_lanes(self) -> None:
+        """flink-sql runs an [operator] spec of a kind its SQL job has a query for; up front,
+        the job compiles (the extra's jars and a JDK 17)."""
+        lanes = [kind for kind in self.backends if sql_lanes.is_sql_lane(kind)]
+        for kind in lanes:
+            problem = sql_lanes.spec_problem(
+                kind, None if self.spec.operator is None else self.spec.operator.kind)
+            if problem is not None:
+                raise PlanError(problem)
+        if lanes:
+            from backends.flink.sql_job import ensure_sql_job_built
+
+            try:
+                ensure_sql_job_built()
+            except RuntimeError as exc:
                 raise PlanError(str(exc)) from None
 
     def _check_lane_bounds(self) -> None:
@@ -218,6 +240,9 @@ def plan_scenarios(cfg: RunConfig) -> tuple[list[Scenario], list[NotApplicable]]
             strategy = backends.parse_strategy(cfg.cleanup_of(label))
             if flink_lanes.is_lane(kind):
                 reason = flink_lanes.not_applicable_reason(kind, cfg.cleanup_of(label))
+            elif sql_lanes.is_sql_lane(kind):
+                reason = sql_lanes.not_applicable_reason(kind, cfg.cleanup_of(label),
+                                                         cfg.spec.state.ttl_ms is not None)
             else:
                 reason = strategy.not_applicable_reason(kind, wall_clock_driven(tc, label))
             if reason is None:

@@ -18,6 +18,8 @@ batches reach them; *what* runs per task is chosen by backend kind in
 ``workloads.run.flink_lane``) is one ``TaskOperator`` in that factory (``process(batch)``,
 ``finish() -> rows``, ``close()``), and both engines above drive it unchanged; a different way
 of running tasks (a cluster of JVMs of its own) would be a new ``Engine``, driven by this loop.
+The ``flink-sql`` lanes are the one exception: a scenario is one real Flink SQL job that reads
+its own source (``workloads.run.sql_lane``), run here whatever the engine.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from backends.flink.sql_lanes import is_sql_lane
 from workloads.run.config import OperatorConfig
 from workloads.run.metrics import attempts, finalize_rows, job_rows, not_applicable_rows
 from workloads.run.plan import (
@@ -38,6 +41,7 @@ from workloads.run.plan import (
     operator_config,
     plan_scenarios,
 )
+from workloads.run.sql_lane import run_sql_scenario
 
 JobCallback = Callable[[Scenario, int], None]
 
@@ -91,7 +95,10 @@ def run(cfg: RunConfig, engine: Engine, on_job: JobCallback | None = None) -> Ru
         for rep, scenario in job_order(runnable, cfg.repetitions):
             op_cfg = operator_config(cfg, scenario, rep, facts)
             t0 = time.perf_counter()
-            parts.append(engine.run_job(op_cfg))
+            if is_sql_lane(scenario.backend):  # a whole SQL job of its own, on any engine
+                parts.append(run_sql_scenario(cfg, op_cfg, facts))
+            else:
+                parts.append(engine.run_job(op_cfg))
             seconds = time.perf_counter() - t0
             job_seconds.setdefault(op_cfg.scenario.label, []).append(seconds)
             parts.append(job_rows(op_cfg.scenario, rep, facts.events, seconds))

@@ -107,6 +107,8 @@ public final class SqlJob {
         long outOfOrdernessMs;
         long windowMs;
         int category;
+        String groupBy;
+        String agg;
         long sampleIntervalMs;
         long queryTime;
         Map<String, String> conf = new java.util.LinkedHashMap<>();
@@ -127,6 +129,8 @@ public final class SqlJob {
             j.outOfOrdernessMs = number(n, "out_of_orderness_ms");
             j.windowMs = number(n, "window_ms");
             j.category = (int) number(n, "category");
+            j.groupBy = text(n, "group_by");
+            j.agg = text(n, "agg");
             j.sampleIntervalMs = number(n, "sample_interval_ms");
             j.queryTime = n.path("query_time_after_num_entries").asLong(1000L);
             JsonNode conf = n.path("conf");
@@ -135,6 +139,14 @@ public final class SqlJob {
             }
             if (!KINDS.contains(j.kind)) {
                 throw new UsageError("unknown query kind '" + j.kind + "'; expected one of " + KINDS);
+            }
+            if (!Arrays.asList("auction", "bidder", "category").contains(j.groupBy)
+                    || (j.groupBy.equals("category") && !j.kind.equals("group_agg"))) {
+                throw new UsageError("group_by must be auction or bidder (or category for "
+                        + "group_agg), got '" + j.groupBy + "'");
+            }
+            if (!Arrays.asList("max", "sum", "count").contains(j.agg)) {
+                throw new UsageError("agg must be max, sum or count, got '" + j.agg + "'");
             }
             if (!j.backend.equals("hashmap") && !j.backend.equals("rocksdb")) {
                 throw new UsageError("backend must be hashmap or rocksdb, got '" + j.backend + "'");
@@ -181,13 +193,16 @@ public final class SqlJob {
                 ms / 3_600_000L, ms / 60_000L % 60, ms / 1000 % 60, ms % 1000);
     }
 
-    /** The source table: the CSV events with a paced rowtime column and its watermark. */
+    /** The source table: the CSV events with a paced rowtime column and its watermark, the
+     *  bounded-out-of-orderness one of DataStream's WatermarkStrategy ({@code max ts - bound -
+     *  1}): a record within the bound is never late, so which records a window drops does not
+     *  depend on when the periodic watermark was emitted. */
     static String sourceDdl(Job j) {
         return "CREATE TEMPORARY TABLE events (\n"
                 + "  event_type TINYINT, ts BIGINT, person_id BIGINT, auction_id BIGINT,\n"
                 + "  price BIGINT, category INT, expires_ms BIGINT, city INT,\n"
                 + "  event_time AS TO_TIMESTAMP_LTZ(PACE(ts), 3),\n"
-                + "  WATERMARK FOR event_time AS TO_TIMESTAMP_LTZ(ts - " + j.outOfOrdernessMs
+                + "  WATERMARK FOR event_time AS TO_TIMESTAMP_LTZ(ts - " + (j.outOfOrdernessMs + 1)
                 + ", 3)\n"
                 + ") WITH ('connector' = 'filesystem', 'path' = '"
                 + new File(j.events).toURI() + "', 'format' = 'csv')";
@@ -209,25 +224,36 @@ public final class SqlJob {
                 return "SELECT auction, bidder, price, ts AS out_ts FROM (\n"
                         + "  SELECT auction, bidder, price, ts, ROW_NUMBER() OVER (PARTITION BY "
                         + "bidder, auction ORDER BY event_time DESC) AS rn FROM bid)\nWHERE rn = 1";
-            case "regular_join": // Nexmark q20: bids joined with their auction of one category
+            case "regular_join": // Nexmark q20: bids joined with their auction (of one category)
                 return "SELECT B.auction, B.bidder, B.price, A.seller, A.category, B.ts AS out_ts\n"
                         + "FROM (SELECT auction, bidder, price, ts FROM bid) AS B\n"
                         + "JOIN (SELECT id, seller, category FROM auction) AS A\n"
-                        + "ON B.auction = A.id WHERE A.category = " + j.category;
-            case "tumbling_window": // q7's window: the highest bid of each auction per window
+                        + "ON B.auction = A.id"
+                        + (j.category >= 0 ? " WHERE A.category = " + j.category : "");
+            case "tumbling_window": // q7's window: the aggregate of each key's bids per window
                 // windows are aligned to the epoch (UTC), so a window's end is computed from any
                 // of its timestamps: floor(ts / size) * size + size
-                return "SELECT auction, window_start, MAX(price) AS max_price, COUNT(*) AS bids, "
-                        + "CAST(FLOOR(MAX(ts) / " + j.windowMs + ".0) AS BIGINT) * " + j.windowMs
-                        + " + " + j.windowMs + " AS out_ts\n"
+                return "SELECT " + j.groupBy + ", window_start, " + aggregate(j, "price")
+                        + " AS agg, CAST(FLOOR(MAX(ts) / " + j.windowMs + ".0) AS BIGINT) * "
+                        + j.windowMs + " + " + j.windowMs + " AS out_ts\n"
                         + "FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(event_time), "
-                        + interval(j.windowMs) + "))\nGROUP BY auction, window_start, window_end";
-            case "group_agg": // a continuous aggregation: bids and highest price per auction
-                return "SELECT auction, COUNT(*) AS bids, MAX(price) AS max_price, MAX(ts) AS out_ts "
-                        + "FROM bid GROUP BY auction";
+                        + interval(j.windowMs) + "))\nGROUP BY " + j.groupBy
+                        + ", window_start, window_end";
+            case "group_agg": // a continuous aggregation per key (auctions' per category)
+                if (j.groupBy.equals("category")) {
+                    return "SELECT category, " + aggregate(j, "initial_bid")
+                            + " AS agg, MAX(ts) AS out_ts FROM auction GROUP BY category";
+                }
+                return "SELECT " + j.groupBy + ", " + aggregate(j, "price")
+                        + " AS agg, MAX(ts) AS out_ts FROM bid GROUP BY " + j.groupBy;
             default:
                 throw new IllegalArgumentException(j.kind);
         }
+    }
+
+    /** The spec's aggregate (max | sum | count) of {@code column}. */
+    static String aggregate(Job j, String column) {
+        return j.agg.equals("count") ? "COUNT(*)" : j.agg.toUpperCase(Locale.ROOT) + "(" + column + ")";
     }
 
     // --------------------------------------------------------------------------------------

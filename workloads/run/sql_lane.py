@@ -1,0 +1,142 @@
+"""The ``flink-sql`` lanes in a run: one scenario x repetition as one real Flink SQL job over the
+spec's Nexmark events, reported as the run's metric rows.
+
+Why a job and not a task operator: the lanes of ``workloads.run.tasks`` get each task's keyed
+events batch by batch; a SQL job reads its own source, plans its own exchange and keys, and is
+one program, so the runner hands it a whole scenario (``run_sql_scenario``) and whichever
+engine the run uses only prepares the other lanes' data. The job (``backends.flink.sql_job``)
+reads exactly the events the emulated operator's input is made of
+(``workloads.operators.input.nexmark_config``: same seed, rate, time and knobs) in arrival
+order, at the run's parallelism, with ``table.exec.state.ttl`` = the spec's ``ttl_ms``.
+
+Time: SQL's TTL runs on processing time, so every flink-sql job runs on the paced clock at
+the run's ``time_speedup`` (``RunConfig.speedup``), its TTL clock included. Under a
+ProcessingTime spec that is the clock the other lanes pace on; under an EventTime spec the
+emulation's TTL clock is the records' time, which the paced clock follows as long as the job
+keeps up (``late_records_share`` and ``schedule_lag_max_ms`` say by how much it did not). The
+checkpoint interval is the spec's, in clock ms (``interval / speedup`` wall ms; at least 10).
+
+Rows (task = -1, the job; ``workloads.run.metrics`` names where they mean the same):
+
+* summary (``step`` = repetition): ``records``, ``records_per_s`` (records released over wall
+  time, first to last: the schedule's rate while the job keeps up, not a busy-time capacity),
+  ``latency_p50_us``, ``latency_p99_us``, ``latency_p999_us``, ``latency_max_us`` (per output
+  row: how far the paced clock is past the event time it stands for, real us),
+  ``schedule_lag_max_ms``, ``late_records_share``, ``operator_outputs`` (the changelog rows the
+  query emitted: +I, -U, +U and -D), ``sql_job_s`` (s: the job, submission to result);
+* series (``step`` = sample, ``logical_time_ms`` = paced clock, repetition 0), RocksDB only:
+  ``estimated_entries`` (RocksDB's ``estimate-num-keys`` summed over every state and timer
+  column family: an estimate counting overwritten and expired entries until a compaction drops
+  them - not ``live_entries``, which counts unexpired units exactly), ``rocksdb_sst_bytes``
+  (total SST size), ``rocksdb_memtable_bytes``, and ``physical_bytes`` (their sum, as
+  statebench's RocksDB reports it); the HashMap backend exposes no state-size metric;
+* per completed checkpoint triggered while the records ran (``step`` = checkpoint id,
+  ``logical_time_ms`` = trigger time on the paced clock): ``checkpoint_bytes`` (Flink's full
+  state size: every entry in Flink's row serializers), ``checkpoint_uploaded_bytes`` (what
+  this checkpoint wrote), ``checkpoint_sync_ms``, ``checkpoint_async_ms``,
+  ``checkpoint_total_ms`` (their sum; the maxima over subtasks).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from backends.flink.sql_job import SqlJobConfig, run_sql_jobs, write_events_csv
+from backends.flink.sql_lanes import SQL_LANES, query_time_after_num_entries, spec_problem
+from workloads.nexmark import nexmark_batches
+from workloads.operators.input import nexmark_config
+from workloads.run.config import OperatorConfig
+from workloads.run.metrics import NO_TIME, MetricRows, Row
+from workloads.run.plan import DataFacts, RunConfig
+
+TOTAL_TASK = -1
+SERIES_PROPERTIES = (("estimated_entries", "estimate-num-keys", "entries"),
+                     ("rocksdb_sst_bytes", "total-sst-files-size", "bytes"),
+                     ("rocksdb_memtable_bytes", "cur-size-all-mem-tables", "bytes"))
+
+
+def sql_job_config(cfg: RunConfig, op_cfg: OperatorConfig, events: Path, count: int,
+                   checkpoint_dir: Path) -> SqlJobConfig:
+    """The SQL job of one flink-sql scenario (module docstring)."""
+    op = cfg.spec.operator
+    problem = spec_problem(op_cfg.backend, None if op is None else op.kind)
+    if problem is not None:
+        raise ValueError(problem)
+    assert op is not None and cfg.spec.time is not None
+    speedup = cfg.speedup
+    return SqlJobConfig(
+        events=events, count=count, kind=op.kind, backend=SQL_LANES[op_cfg.backend],
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_interval_ms=max(10, round(op_cfg.checkpoint_interval_ms / speedup)),
+        incremental=op_cfg.checkpoint_mode == "incremental",
+        ttl_ms=op_cfg.ttl_ms or 0, parallelism=op_cfg.parallelism, speedup=speedup,
+        start_ms=op_cfg.start_ms, out_of_orderness_ms=cfg.spec.time.max_out_of_orderness_ms,
+        window_ms=op.window_ms, category=op.category, group_by=op.group_by, agg=op.agg,
+        sample_interval_ms=op_cfg.sample_interval_ms,
+        query_time_after_num_entries=query_time_after_num_entries(op_cfg.cleanup
+                                                                  or op_cfg.strategy))
+
+
+def report_rows(op_cfg: OperatorConfig, report: dict[str, Any], end_ms: int) -> list[Row]:
+    """A job's report as metric rows (module docstring)."""
+    rep = op_cfg.repetition
+    rows: list[Row] = []
+
+    def add(step: int, t: int, metric: str, value: float, unit: str) -> None:
+        rows.append((TOTAL_TASK, step, t, metric, float(value), unit))
+
+    records = int(report["records"])
+    add(rep, NO_TIME, "records", records, "count")
+    add(rep, NO_TIME, "records_per_s", report["records_per_s"], "records/s")
+    for name, value in report["latency_us"].items():
+        add(rep, NO_TIME, f"latency_{name}_us", value, "us")
+    add(rep, NO_TIME, "schedule_lag_max_ms", report["schedule_lag_max_ms"], "ms")
+    add(rep, NO_TIME, "late_records_share",
+        report["late_records"] / records if records else 0.0, "share")
+    add(rep, NO_TIME, "operator_outputs", sum(report["outputs"].values()), "count")
+    add(rep, NO_TIME, "sql_job_s", report["job_s"], "s")
+    if op_cfg.emit_series:
+        for i, sample in enumerate(report["state_samples"]):
+            t = int(sample["clock_ms"])
+            for metric, prop, unit in SERIES_PROPERTIES:
+                add(i, t, metric, sample.get(prop, 0), unit)
+            add(i, t, "physical_bytes",
+                sample.get("total-sst-files-size", 0) + sample.get("cur-size-all-mem-tables", 0),
+                "bytes")
+    for c in report["checkpoints"]:
+        t = int(c["clock_ms"])
+        if c["status"] != "COMPLETED" or t >= end_ms:
+            continue  # failed, or after the records ran (finished tasks checkpoint nothing)
+        step = int(c["id"])
+        add(step, t, "checkpoint_bytes", c["state_bytes"], "bytes")
+        add(step, t, "checkpoint_uploaded_bytes", c["checkpointed_bytes"], "bytes")
+        add(step, t, "checkpoint_sync_ms", c["sync_ms"], "ms")
+        add(step, t, "checkpoint_async_ms", c["async_ms"], "ms")
+        add(step, t, "checkpoint_total_ms", c["sync_ms"] + c["async_ms"], "ms")
+    return rows
+
+
+def run_sql_scenario(cfg: RunConfig, op_cfg: OperatorConfig, facts: DataFacts) -> pa.Table:
+    """Run one flink-sql scenario x repetition as a SQL job; its rows (METRIC_SCHEMA).
+
+    The events CSV and the job's folders live in a temporary folder under the run's
+    ``local_dir`` (the system's when None); checkpoints go under ``checkpoint_root`` when the
+    run keeps them, else into that temporary folder (the job always checkpoints: on HashMap,
+    checkpoints are its only state measure)."""
+    with tempfile.TemporaryDirectory(prefix="statebench-flink-sql-", dir=cfg.local_dir) as tmp:
+        work = Path(tmp)
+        events = work / "events.csv"
+        count = write_events_csv(nexmark_batches(nexmark_config(cfg.spec)), events)
+        root = Path(cfg.checkpoint_root) if cfg.checkpoint_root is not None else work
+        label = f"{op_cfg.backend}-{op_cfg.strategy}-{op_cfg.repetition}"
+        checkpoints = root / "flink-sql" / "".join(c if c.isalnum() or c in "-_" else "_"
+                                                   for c in label)
+        job = sql_job_config(cfg, op_cfg, events, count, checkpoints)
+        (report,) = run_sql_jobs([job])
+    rows = MetricRows(op_cfg.scenario)
+    rows.extend(report_rows(op_cfg, report, facts.end_ms))
+    return pa.Table.from_batches([rows.to_batch()])
