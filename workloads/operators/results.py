@@ -17,7 +17,7 @@ record's timestamp, so the number is exact: the same seed gives the same share.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import backends
@@ -38,10 +38,14 @@ def changed_share(changed: int, compared: int) -> float:
     return changed / compared if compared else 0.0
 
 
-def replay(operator: EmulatedOperator, inputs: Iterable[tuple[list, list, list]]) -> None:
-    """Feed ``(keys, tss, rows)`` chunks through ``operator``, then end the input."""
+def replay(operator: EmulatedOperator, inputs: Iterable[tuple[list, list, list]],
+           set_time: Callable[[int], None] | None = None) -> None:
+    """Feed ``(keys, tss, rows)`` chunks through ``operator`` (``set_time(ts)`` first, e.g. a
+    backend's event clock), then end the input - as the task's loop does."""
     for keys, tss, rows in inputs:
         for key, ts, row in zip(keys, tss, rows):
+            if set_time is not None:
+                set_time(ts)
             operator.advance_watermark(ts)
             operator.element(key, row)
     operator.end_of_input()
