@@ -18,6 +18,12 @@ cause whose share differs most between the two is named.
 Every number is a :func:`workloads.report.stats.stat` center, i.e. the one summary rule of
 ``workloads.results.summaries`` (median of repetitions for throughput, peak over logical time
 for state).
+
+ForSt beside RocksDB (:func:`forst_html`): a run with both ``flink-rocksdb`` and
+``flink-forst`` (Flink 2.x's embedded and disaggregated LSM backends) gets a table per workload
+with, per strategy run on both, ForSt's numbers over RocksDB's (throughput, peak stored
+entries, physical bytes, checkpoint size and upload, restore time) and each strategy's cost
+relative to ``none`` on each, so ForSt's relative costs sit beside RocksDB's.
 """
 
 from __future__ import annotations
@@ -117,6 +123,39 @@ class Comparison:
     @property
     def disagrees(self) -> bool:
         return self.fold is not None and self.fold > DISAGREE
+#: Flink's RocksDB lane and ForSt's, compared with each other (both are Flink's own backends).
+FORST_PAIR = ("flink-rocksdb", "flink-forst")
+#: (metric, what it is, unit) of the ForSt-beside-RocksDB table.
+FORST_MEASURES = (
+    ("records_per_s", "throughput", "records/s"),
+    (STORED_ENTRIES, "peak stored entries", "entries"),
+    ("physical_bytes", "physical bytes", "bytes"),
+    ("checkpoint_bytes", "checkpoint size", "bytes"),
+    ("checkpoint_uploaded_bytes", "checkpoint uploaded", "bytes"),
+    ("restore_ms", "restore from the last checkpoint", "ms"),
+)
+
+
+@dataclass(frozen=True)
+class ForStRow:
+    """One strategy and measure: RocksDB's and ForSt's numbers, and each one's cost relative to
+    ``none`` on its own backend (None for ``none`` itself or where a side is missing)."""
+
+    workload: str
+    strategy: str
+    metric: str
+    noun: str
+    unit: str
+    rocksdb: float | None
+    forst: float | None
+    rocksdb_rel: Cost | None
+    forst_rel: Cost | None
+
+    @property
+    def forst_over_rocksdb(self) -> float | None:
+        if self.rocksdb is None or self.forst is None or self.rocksdb == 0:
+            return None
+        return self.forst / self.rocksdb
 
 
 def has_reference_lanes(run: Run) -> bool:
@@ -439,6 +478,104 @@ def fidelity_chart(run: Run, workload: str, rows: list[Comparison]) -> Chart | N
     )
 
 
+def has_forst_pair(run: Run) -> bool:
+    """True when the run ran ForSt's lane beside Flink's RocksDB lane."""
+    return all(b in run.backends for b in FORST_PAIR)
+
+
+def _center(run: Run, key: ScenarioKey, metric: str) -> float | None:
+    if key in run.not_applicable:
+        return None
+    found = stat(run, key, metric)
+    return found.center if found is not None and math.isfinite(found.center) else None
+
+
+def forst_rows(run: Run, workload: str) -> list[ForStRow]:
+    """Per strategy run on both ForSt and RocksDB (``none`` first), one row per measure."""
+    rocks, forst = FORST_PAIR
+    strategies = [s for s in run.strategies
+                  if all(ScenarioKey(workload, b, s) in run.samples for b in FORST_PAIR)]
+    strategies.sort(key=lambda s: s != BASELINE)
+    rows = []
+    for strategy in strategies:
+        for metric, noun, unit in FORST_MEASURES:
+            rel = [None if strategy == BASELINE else
+                   _cost(run, ScenarioKey(workload, b, strategy),
+                         ScenarioKey(workload, b, BASELINE), metric) for b in FORST_PAIR]
+            rows.append(ForStRow(workload, strategy, metric, noun, unit,
+                                 _center(run, ScenarioKey(workload, rocks, strategy), metric),
+                                 _center(run, ScenarioKey(workload, forst, strategy), metric),
+                                 *rel))
+    return rows
+
+
+def forst_findings(rows: list[ForStRow]) -> list[Sentence]:
+    """One sentence per strategy: ForSt's numbers as multiples of RocksDB's."""
+    out = []
+    for strategy in dict.fromkeys(r.strategy for r in rows):
+        parts = [(r.noun, r.forst_over_rocksdb) for r in rows
+                 if r.strategy == strategy and r.forst_over_rocksdb is not None]
+        if not parts:
+            continue
+        s = Sentence(severity="info")
+        s.t("With ").b(strategy).t(", ForSt has " + ", ".join(
+            f"{fmt_ratio(ratio)} of RocksDB's {noun}" for noun, ratio in parts) + ".")
+        out.append(s)
+    return out
+
+
+def _forst_cost(cost: Cost | None, unit: str) -> str:
+    if cost is None:
+        return f'<td class="grey">{MISSING}</td>'
+    return _cell(cost, unit, False)
+
+
+def forst_table(rows: list[ForStRow]) -> str:
+    """Strategy x measure: RocksDB's number, ForSt's, ForSt / RocksDB, then each one's
+    strategy / none."""
+    rocks, forst = FORST_PAIR
+    head = ('<th scope="col">strategy</th><th scope="col">measure</th>'
+            f'<th scope="col" class="reference">{escape(backend_label(rocks))}</th>'
+            f'<th scope="col" class="reference">{escape(backend_label(forst))}</th>'
+            '<th scope="col">ForSt / RocksDB</th>'
+            f'<th scope="col">RocksDB<span class="unit">strategy / {BASELINE}</span></th>'
+            f'<th scope="col">ForSt<span class="unit">strategy / {BASELINE}</span></th>')
+    body = []
+    for r in rows:
+        values = "".join(
+            f'<td class="num">{escape(fmt_value(v, r.unit))}</td>' if v is not None
+            else f'<td class="num missing">{MISSING}</td>' for v in (r.rocksdb, r.forst))
+        ratio = r.forst_over_rocksdb
+        over = (f'<td class="num" data-ratio="{ratio!r}">{escape(fmt_ratio(ratio))}</td>'
+                if ratio is not None else f'<td class="grey">{MISSING}</td>')
+        body.append(f'<tr data-strategy="{escape(r.strategy)}" data-metric="{escape(r.metric)}">'
+                    f'<th scope="row">{escape(r.strategy)}</th><td>{escape(r.noun)}</td>'
+                    f"{values}{over}{_forst_cost(r.rocksdb_rel, r.unit)}"
+                    f"{_forst_cost(r.forst_rel, r.unit)}</tr>")
+    return (f'<div class="scroll"><table class="stats fidelity forst" data-group="forst">'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
+
+
+def forst_html(run: Run) -> str | None:
+    """The ForSt-beside-RocksDB part of the section, or None without both lanes."""
+    if not has_forst_pair(run):
+        return None
+    parts = [
+        "<h3>ForSt beside RocksDB</h3><p>Flink 2.x's disaggregated backend (ForSt, its "
+        "synchronous keyed backend with the DB's files on a separate primary folder) against "
+        "its embedded RocksDB backend, on the same strategies: ForSt's numbers over RocksDB's, "
+        f"and each strategy's cost relative to <code>{BASELINE}</code> on each.</p>"
+    ]
+    for workload in run.workloads:
+        rows = forst_rows(run, workload)
+        if not rows:
+            continue
+        items = "".join(f'<li class="{s.severity}">{s.html}</li>' for s in forst_findings(rows))
+        parts.append(f'<h4>{escape(workload)}</h4><ul class="findings forst" '
+                     f'data-workload="{escape(workload)}">{items}</ul>' + forst_table(rows))
+    return "\n".join(parts)
+
+
 def fidelity_workloads(run: Run) -> list[str]:
     """Workloads with something to compare (a no-TTL partner alone has no strategy rows)."""
     return [w for w in run.workloads if any(c.mine or c.theirs for c in comparisons(run, w))]
@@ -452,9 +589,11 @@ def fidelity_charts(run: Run) -> list[Chart]:
 
 def fidelity_html(run: Run) -> str | None:
     """The "Fidelity: statebench vs Flink" section body, or None when the run has no Flink
-    lane beside a statebench backend (the section is then left out)."""
+    lane beside a statebench backend and not ForSt beside RocksDB (the section is then left
+    out)."""
+    forst = forst_html(run)
     if not has_reference_lanes(run):
-        return None
+        return forst
     parts = [
         f"<p>Each strategy's cost relative to <code>{BASELINE}</code> on the same backend, "
         "statebench's heap against Flink's heap and statebench's RocksDB against Flink's "
@@ -473,4 +612,6 @@ def fidelity_html(run: Run) -> str | None:
             + fidelity_table(run, workload, rows)
             + (chart_html(chart) if chart is not None else "")
         )
+    if forst is not None:
+        parts.append(forst)
     return "\n".join(parts)
