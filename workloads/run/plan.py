@@ -112,7 +112,8 @@ class RunConfig:
                     labels.append(backends.parse_strategy(text).label)
                 except ValueError as exc:
                     raise PlanError(str(exc)) from None
-            if self.spec.state.ttl_ms is None and labels != ["none"]:
+            fixed_ttl = [label for label in labels if self.ttl_sweep_of(label) is None]
+            if self.spec.state.ttl_ms is None and fixed_ttl not in ([], ["none"]):
                 raise PlanError("cleanup strategies need a TTL; the spec has no state.ttl_ms")
             object.__setattr__(self, "strategies", tuple(dict.fromkeys(labels)))
         self._check_lane_bounds()
@@ -167,6 +168,15 @@ class RunConfig:
     def aliases(self) -> dict[str, str]:
         """Swept strategy label -> the canonical strategy text it runs (empty without a sweep)."""
         return dict(self.sweep.strategies) if self.sweep is not None else {}
+
+    def ttl_sweep_of(self, label: str) -> int | None:
+        """The TTL a TTL sweep (``--sweep "ttl(ms=...)"``) gives scenario ``label``, if any."""
+        return self.sweep.ttl_of(label) if self.sweep is not None else None
+
+    def ttl_of(self, label: str) -> int | None:
+        """Scenario ``label``'s ``state.ttl_ms``: its TTL sweep value, else the spec's."""
+        swept = self.ttl_sweep_of(label)
+        return swept if swept is not None else self.spec.state.ttl_ms
 
     def cleanup_of(self, label: str) -> str:
         """The strategy text a scenario's strategy label configures."""
@@ -308,7 +318,7 @@ def operator_config(
         cleanup=cfg.cleanup_of(scenario.strategy),
         value_type=spec.values.type,
         state_types=state_types_of(spec),
-        ttl_ms=st.ttl_ms,
+        ttl_ms=cfg.ttl_of(scenario.strategy),
         update_type=st.update_type,
         visibility=st.visibility,
         time_characteristic=st.time_characteristic,

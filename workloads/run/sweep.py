@@ -10,6 +10,12 @@ configures the strategy from its canonical text (``incremental(20, false)``,
 Knobs (the others keep their defaults, ``backends.ttl_config``): incremental ``size`` and
 ``per_record`` (0 or 1), compaction_filter ``query_time_after_num_entries`` and
 ``periodic_compaction_ms`` (the filter's periodic compaction), timer ``granularity_ms``.
+
+``ttl(ms=V1,V2,...)`` sweeps the TTL itself (issue 17: state size against
+``ttl_changed_results``, the curve a SQL user picks ``table.exec.state.ttl`` from): scenario
+``ttl(ms=V)`` runs the spec with ``state.ttl_ms = V`` and the ``timer`` cleanup (expired state
+removed at expiry, so its stored entries are its live ones), beside the baseline ``none`` at the
+spec's own TTL.
 """
 
 from __future__ import annotations
@@ -48,12 +54,22 @@ def _timer(_knob: str, value: int) -> str:
     return f"timer({value})"
 
 
+#: The pseudo-strategy of a TTL sweep and the cleanup strategy its scenarios run.
+TTL_SWEEP = "ttl"
+TTL_SWEEP_CLEANUP = "timer"
+
+
+def _ttl(_knob: str, _value: int) -> str:
+    return TTL_SWEEP_CLEANUP
+
+
 #: strategy -> (its knobs, how a knob value becomes the strategy's text form)
 KNOBS: dict[str, tuple[tuple[str, ...], Any]] = {
     "incremental": (("size", "per_record"), _incremental),
     "compaction_filter": (("query_time_after_num_entries", "periodic_compaction_ms"),
                           _compaction_filter),
     "timer": (("granularity_ms",), _timer),
+    TTL_SWEEP: (("ms",), _ttl),
 }
 _TEXT = re.compile(r"^\s*([a-z_]+)\s*\(\s*([a-z_]+)\s*=\s*([^)]*)\)\s*$")
 
@@ -77,6 +93,12 @@ class Sweep:
         make = KNOBS[self.strategy][1]
         return tuple((label, parse_strategy(make(self.knob, v)).label)
                      for label, v in zip(self.labels, self.values))
+
+    def ttl_of(self, label: str) -> int | None:
+        """A TTL sweep's ``state.ttl_ms`` for scenario ``label`` (None: not one of its)."""
+        if self.strategy != TTL_SWEEP:
+            return None
+        return dict(zip(self.labels, self.values)).get(label)
 
     def as_dict(self) -> dict[str, Any]:
         """What run.json records under "sweep"."""
@@ -109,6 +131,8 @@ def parse_sweep(text: str) -> Sweep:
         values.append(value)
     if len(values) < 2:
         raise SweepError(f"sweep: {knob} needs at least two values to sweep, got {values}")
+    if strategy == TTL_SWEEP and min(values) < 1:
+        raise SweepError(f"sweep: ttl ms values must be >= 1, got {values}")
     if knob == "per_record" and not set(values) <= {0, 1}:
         raise SweepError(f"sweep: per_record values are 0 (false) or 1 (true), got {values}")
     sweep = Sweep(strategy, knob, tuple(values))
