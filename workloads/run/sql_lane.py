@@ -7,7 +7,10 @@ one program, so the runner hands it a whole scenario (``run_sql_scenario``) and 
 engine the run uses only prepares the other lanes' data. The job (``backends.flink.sql_job``)
 reads exactly the events the emulated operator's input is made of
 (``workloads.operators.input.nexmark_config``: same seed, rate, time and knobs) in arrival
-order, at the run's parallelism, with ``table.exec.state.ttl`` = the spec's ``ttl_ms``.
+order, at the run's parallelism, with ``table.exec.state.ttl`` = the spec's ``ttl_ms`` and, on
+RocksDB, the spec's ``[rocksdb]`` options as the Flink lanes set them
+(``backends.flink.register.rocksdb_configuration``; periodic compaction as the compaction
+filter's).
 
 Time: SQL's TTL runs on processing time, so every flink-sql job runs on the paced clock at
 the run's ``time_speedup`` (``RunConfig.speedup``), its TTL clock included. Under a
@@ -45,6 +48,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from backends.flink.register import rocksdb_configuration
 from backends.flink.sql_job import SqlJobConfig, run_sql_jobs, write_events_csv
 from backends.flink.sql_lanes import SQL_LANES, query_time_after_num_entries, spec_problem
 from workloads.nexmark import nexmark_batches
@@ -68,8 +72,14 @@ def sql_job_config(cfg: RunConfig, op_cfg: OperatorConfig, events: Path, count: 
         raise ValueError(problem)
     assert op is not None and cfg.spec.time is not None
     speedup = cfg.speedup
+    backend = SQL_LANES[op_cfg.backend]
+    options = dict(cfg.spec.rocksdb.options())
+    conf = rocksdb_configuration(options) if backend == "rocksdb" else {}
+    if backend == "rocksdb" and "periodic_compaction_ms" in options:
+        conf["state.backend.rocksdb.compaction.filter.periodic-compaction-time"] = (
+            f"{int(options['periodic_compaction_ms'])} ms")
     return SqlJobConfig(
-        events=events, count=count, kind=op.kind, backend=SQL_LANES[op_cfg.backend],
+        events=events, count=count, kind=op.kind, backend=backend,
         checkpoint_dir=checkpoint_dir,
         checkpoint_interval_ms=max(10, round(op_cfg.checkpoint_interval_ms / speedup)),
         incremental=op_cfg.checkpoint_mode == "incremental",
@@ -78,7 +88,8 @@ def sql_job_config(cfg: RunConfig, op_cfg: OperatorConfig, events: Path, count: 
         window_ms=op.window_ms, category=op.category, group_by=op.group_by, agg=op.agg,
         sample_interval_ms=op_cfg.sample_interval_ms,
         query_time_after_num_entries=query_time_after_num_entries(op_cfg.cleanup
-                                                                  or op_cfg.strategy))
+                                                                  or op_cfg.strategy),
+        conf=conf)
 
 
 def report_rows(op_cfg: OperatorConfig, report: dict[str, Any], end_ms: int) -> list[Row]:

@@ -358,6 +358,10 @@ public final class SqlJob {
         }
         for (Map.Entry<String, String> e : j.conf.entrySet()) {
             conf.setString(e.getKey(), e.getValue());
+            if (e.getKey().equals(Level0Trigger.KEY)) {
+                conf.setString("state.backend.rocksdb.options-factory",
+                        Level0Trigger.class.getName());
+            }
         }
         return conf;
     }

@@ -1,0 +1,278 @@
+"""The flink-sql lane: an operator's query as a real Flink SQL job over Nexmark events.
+
+``statebench.flink.sql.SqlJob`` (``backends.flink.sql_job``) runs each kind's query on a local
+MiniCluster. The default-run tests share one JVM and one MiniCluster (one ``run_sql_jobs``
+call for the module, ~30 s): each query's output changelog equals a Python reference of the
+query over the same events (deterministic: event-time semantics, no TTL), the reports are
+well formed, state grows without a TTL and stays bounded with one, and bad input is one clear
+error. The slow tests run the lane through the runner and compare its peak state with
+statebench's emulated operators (``workloads.operators``) on the ``rocksdb`` lane.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from backends.flink import FlinkUnavailableError
+from backends.flink.errors import FlinkWorkerError
+from backends.flink.sql_job import (
+    SqlJobConfig,
+    ensure_sql_job_built,
+    run_sql_jobs,
+    write_events_csv,
+)
+from backends.flink.sql_lanes import not_applicable_reason, spec_problem
+from tests.flink.conftest import flink_required
+from workloads.nexmark import AUCTION, BID, NexmarkConfig, generate_nexmark
+from workloads.run.config import OperatorConfig
+from workloads.run.metrics import METRIC_SCHEMA, MetricRows
+from workloads.run.plan import PlanError, RunConfig
+from workloads.run.sql_lane import report_rows
+from workloads.spec import load_spec
+
+EVENTS = 20_000
+RATE = 10_000.0  # 2 s of event time: 2 s of wall time per job at speedup 1
+WINDOW_MS = 500
+CATEGORY = 10
+TTL_MS = 100
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sql_job_available() -> None:
+    try:
+        ensure_sql_job_built()
+    except FlinkUnavailableError as exc:
+        reason = flink_required()
+        if reason:
+            pytest.fail(f"the Flink SQL job cannot run although {reason}: {exc}", pytrace=False)
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def events(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pa.Table]:
+    table = generate_nexmark(NexmarkConfig(seed=7, events=EVENTS, events_per_s=RATE))
+    path = tmp_path_factory.mktemp("sql-events") / "events.csv"
+    assert write_events_csv(table, path) == EVENTS
+    return path, table
+
+
+#: The module's jobs: name -> (kind, backend, ttl_ms, extra fields).
+JOBS: dict[str, tuple[str, str, int, dict[str, Any]]] = {
+    "dedup": ("dedup", "rocksdb", 0, {}),
+    "dedup_heap": ("dedup", "hashmap", 0, {}),
+    "dedup_heap_ttl": ("dedup", "hashmap", TTL_MS, {}),
+    "join": ("regular_join", "rocksdb", 0, {"category": CATEGORY}),
+    "window": ("tumbling_window", "hashmap", 0, {"window_ms": WINDOW_MS}),
+    "agg": ("group_agg", "hashmap", 0, {"agg": "count"}),
+}
+
+
+@pytest.fixture(scope="module")
+def reports(events: tuple[Path, pa.Table],
+            tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    path, _ = events
+    root = tmp_path_factory.mktemp("sql-jobs")
+    jobs = [SqlJobConfig(events=path, count=EVENTS, kind=kind, backend=backend,
+                         checkpoint_dir=root / name, checkpoint_interval_ms=200, ttl_ms=ttl,
+                         sample_interval_ms=100, **extra)
+            for name, (kind, backend, ttl, extra) in JOBS.items()]
+    return dict(zip(JOBS, run_sql_jobs(jobs)))
+
+
+# ------------------------------------------------------------------------------------------
+# Python references of the queries (no TTL: what event-time semantics make exact)
+# ------------------------------------------------------------------------------------------
+
+
+def _rows(table: pa.Table) -> Iterator[dict[str, Any]]:
+    yield from table.to_pylist()
+
+
+def dedup_reference(table: pa.Table) -> Counter[str]:
+    """q18, keep the last row on event time (RowTimeDeduplicateFunction): a pair's first bid
+    is +I, a later bid with rowtime >= the kept one's -U/+U, an older one nothing."""
+    kept: dict[tuple[int, int], int] = {}
+    out: Counter[str] = Counter()
+    for r in _rows(table):
+        if r["event_type"] != BID:
+            continue
+        key = (r["person_id"], r["auction_id"])
+        if key not in kept:
+            out["+I"] += 1
+        elif r["ts"] >= kept[key]:
+            out["-U"] += 1
+            out["+U"] += 1
+        else:
+            continue
+        kept[key] = r["ts"]
+    return out
+
+
+def join_reference(table: pa.Table, category: int) -> int:
+    """q20: one row per (bid, auction of the category with the bid's auction id)."""
+    rows = list(_rows(table))
+    auctions = Counter(r["auction_id"] for r in rows
+                       if r["event_type"] == AUCTION and r["category"] == category)
+    return sum(auctions[r["auction_id"]] for r in rows if r["event_type"] == BID)
+
+
+def window_reference(table: pa.Table, size: int) -> int:
+    """One row per (auction, tumbling window) with a bid (no bid is late: in-order input)."""
+    return len({(r["auction_id"], r["ts"] // size) for r in _rows(table)
+                if r["event_type"] == BID})
+
+
+def count_reference(table: pa.Table) -> Counter[str]:
+    """COUNT(*) per auction: +I for an auction's first bid, -U/+U for every later one (the
+    count changes with each)."""
+    seen: set[int] = set()
+    out: Counter[str] = Counter()
+    for r in _rows(table):
+        if r["event_type"] != BID:
+            continue
+        if r["auction_id"] in seen:
+            out["-U"] += 1
+            out["+U"] += 1
+        else:
+            seen.add(r["auction_id"])
+            out["+I"] += 1
+    return out
+
+
+def _outputs(report: dict[str, Any]) -> Counter[str]:
+    return Counter({k: v for k, v in report["outputs"].items() if v})
+
+
+def test_each_querys_output_changelog_is_the_python_reference(
+        reports: dict[str, dict[str, Any]], events: tuple[Path, pa.Table]) -> None:
+    _, table = events
+    dedup = dedup_reference(table)
+    assert dedup["+U"] > 0  # the data has repeated pairs: the updates are exercised
+    assert _outputs(reports["dedup"]) == dedup
+    assert _outputs(reports["dedup_heap"]) == dedup
+    assert _outputs(reports["join"]) == Counter({"+I": join_reference(table, CATEGORY)})
+    assert _outputs(reports["window"]) == Counter({"+I": window_reference(table, WINDOW_MS)})
+    assert _outputs(reports["agg"]) == count_reference(table)
+
+
+def test_reports_carry_throughput_latency_checkpoints_and_rocksdb_state(
+        reports: dict[str, dict[str, Any]]) -> None:
+    for name, report in reports.items():
+        kind, backend, _, _ = JOBS[name]
+        assert report["kind"] == kind and report["backend"] == backend
+        assert report["state_backend"] == {"rocksdb": "EmbeddedRocksDBStateBackend",
+                                           "hashmap": "HashMapStateBackend"}[backend]
+        assert report["records"] == EVENTS, name  # every event released once by PACE
+        assert report["records_per_s"] > 0 and report["job_s"] > 0
+        assert 0 < report["latency_us"]["p50"] <= report["latency_us"]["p99"] \
+            <= report["latency_us"]["max"]
+        done = [c for c in report["checkpoints"] if c["status"] == "COMPLETED"]
+        assert len(done) >= 3, name
+        assert max(c["state_bytes"] for c in done) > 0
+        assert all(c["sync_ms"] >= 0 and c["async_ms"] >= 0 for c in done)
+        samples = report["state_samples"]
+        if backend == "hashmap":
+            assert samples == []  # Flink exposes no state-size metric for HashMap
+        else:
+            assert len(samples) >= 3
+            assert max(s["estimate-num-keys"] for s in samples) > 0
+    states = set().union(*(s["estimate_num_keys_by_state"] for s in
+                           reports["dedup"]["state_samples"]))
+    assert "deduplicate-state" in states
+    states = set().union(*(s["estimate_num_keys_by_state"] for s in
+                           reports["join"]["state_samples"]))
+    assert {"left-records", "right-records"} <= states
+
+
+def _during_records(report: dict[str, Any]) -> list[int]:
+    """Full sizes of the completed checkpoints triggered while the records ran."""
+    return [c["state_bytes"] for c in report["checkpoints"]
+            if c["status"] == "COMPLETED" and 0 <= c["clock_ms"] < EVENTS / RATE * 1000]
+
+
+def test_state_grows_without_a_ttl_and_stays_bounded_with_one(
+        reports: dict[str, dict[str, Any]], events: tuple[Path, pa.Table]) -> None:
+    """The heap dedup's checkpoints: without TTL every (bidder, auction) pair stays, so the
+    state keeps growing; with a 100 ms TTL (on the paced clock) SQL's incremental cleanup
+    keeps it near the pairs of the last 100 ms, and a pair that comes back after its state
+    expired is emitted as +I again (the duplicate a TTL lets through)."""
+    grow = _during_records(reports["dedup_heap"])
+    bounded = _during_records(reports["dedup_heap_ttl"])
+    assert len(grow) >= 4 and len(bounded) >= 4
+    assert grow[-1] > 2 * grow[1]
+    assert max(bounded) < 0.5 * max(grow)
+    late = bounded[len(bounded) // 2:]
+    assert max(late) < 2 * min(late)  # a plateau, not growth
+    _, table = events
+    assert reports["dedup_heap_ttl"]["outputs"]["+I"] > dedup_reference(table)["+I"]
+
+
+def test_the_report_becomes_metric_rows(reports: dict[str, dict[str, Any]]) -> None:
+    op = OperatorConfig(run_id="r", workload="w", backend="flink-sql", strategy="none",
+                        value_type="long", state_types=(), ttl_ms=None,
+                        update_type="OnCreateAndWrite", visibility="NeverReturnExpired",
+                        time_characteristic="EventTime", start_ms=0, end_ms=2000,
+                        sample_interval_ms=100)
+    rows = MetricRows(op.scenario)
+    rows.extend(report_rows(op, reports["dedup"], end_ms=2000))
+    table = pa.Table.from_batches([rows.to_batch()])
+    assert table.schema == METRIC_SCHEMA
+    by_metric = Counter(table.column("metric").to_pylist())
+    for metric in ("records", "records_per_s", "latency_p99_us", "operator_outputs",
+                   "late_records_share"):
+        assert by_metric[metric] == 1
+    assert by_metric["estimated_entries"] == len(reports["dedup"]["state_samples"])
+    assert by_metric["checkpoint_bytes"] >= 3
+    assert set(table.column("task").to_pylist()) == {-1}
+    outputs = [r["value"] for r in table.to_pylist() if r["metric"] == "operator_outputs"]
+    assert outputs == [sum(reports["dedup"]["outputs"].values())]
+    ckpt_times = [r["logical_time_ms"] for r in table.to_pylist()
+                  if r["metric"] == "checkpoint_bytes"]
+    assert all(0 <= t < 2000 for t in ckpt_times) and ckpt_times == sorted(ckpt_times)
+
+
+# ------------------------------------------------------------------------------------------
+# Bad input: one clear error
+# ------------------------------------------------------------------------------------------
+
+
+def test_bad_job_settings_are_refused_before_any_jvm(tmp_path: Path) -> None:
+    base = {"events": tmp_path / "e.csv", "count": 1, "backend": "rocksdb",
+            "checkpoint_dir": tmp_path / "ck"}
+    with pytest.raises(ValueError, match="query kind 'topn': the SQL job runs dedup"):
+        SqlJobConfig(kind="topn", **base)
+    with pytest.raises(ValueError, match="backend 'heap': expected hashmap or rocksdb"):
+        SqlJobConfig(kind="dedup", **{**base, "backend": "heap"})
+    with pytest.raises(ValueError, match="checkpoint_interval_ms must be >= 10"):
+        SqlJobConfig(kind="dedup", checkpoint_interval_ms=5, **base)
+    with pytest.raises(ValueError, match="lack the column"):
+        write_events_csv(pa.table({"ts": [1]}), tmp_path / "x.csv")
+
+
+def test_a_missing_events_file_is_the_jobs_one_line_error(tmp_path: Path) -> None:
+    job = SqlJobConfig(events=tmp_path / "missing.csv", count=1, kind="dedup",
+                       backend="hashmap", checkpoint_dir=tmp_path / "ck")
+    with pytest.raises(FlinkWorkerError, match=r"exit status 2: statebench sql job: events file "
+                                               r".*missing\.csv not found"):
+        run_sql_jobs([job])
+
+
+def test_the_lane_refuses_raw_key_value_specs_and_kinds_without_a_query() -> None:
+    with pytest.raises(PlanError, match=r"raw key-value traffic .* no SQL query"):
+        RunConfig(load_spec("sessions-churn"), backends=("flink-sql",))
+    spec = load_spec("nexmark-q18-dedup").with_overrides(operator__kind="sliding_window")
+    with pytest.raises(PlanError, match="no query for \\[operator\\] kind 'sliding_window'"):
+        RunConfig(spec, backends=("flink-sql",))
+    assert spec_problem("flink-sql", "dedup") is None
+    # only SQL's own cleanup runs, with the reason otherwise
+    assert not_applicable_reason("flink-sql", "compaction_filter(500)", True) is None
+    assert not_applicable_reason("flink-sql-heap", "incremental(5, false)", True) is None
+    reason = not_applicable_reason("flink-sql", "full_snapshot", True)
+    assert reason is not None and "compaction_filter on rocksdb" in reason
+    assert not_applicable_reason("flink-sql-heap", "none", False) is None
