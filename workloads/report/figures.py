@@ -12,7 +12,7 @@ x axis is the knob and whose lines are backends (told apart by symbol and dash, 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,14 +88,82 @@ class Chart:
 
 
 
-def _add_trace(fig: go.Figure, trace: Any, row: int, col: int, strategy: str, shown: set[str],
-               strategies: list[str]) -> None:
-    """Add one strategy's trace to a facet; its legend entry shows once (`shown`) and the
-    strategies drawn are collected in order (`strategies`, the chart's data-strategies)."""
-    fig.add_trace(trace, row=row, col=col)
-    shown.add(strategy)
-    if strategy not in strategies:
-        strategies.append(strategy)
+class Facets:
+    """One figure of facets (subplot cells) whose traces are strategies, with what every such
+    chart repeats: each strategy's colour, one legend entry per strategy (its traces share a
+    legendgroup, so the entry toggles them all), the strategies drawn (in page order, the
+    chart's data-strategies), unit-aware y axes and the page's layout. The state, RocksDB,
+    performance and checkpoint charts are a grid of cells plus one `add` per trace."""
+
+    def __init__(self, run: Run, titles: Sequence[str], rows: int = 1, cols: int | None = None,
+                 **subplots: Any) -> None:
+        self.run, self.rows = run, rows
+        self.fig = make_subplots(rows=rows, cols=len(titles) if cols is None else cols,
+                                 subplot_titles=list(titles), **subplots)
+        self.colour = colours(run)
+        self.strategies: list[str] = []
+
+    def unit(self, metric: str) -> str:
+        return self.run.units.get(metric, spec_for(metric).unit)
+
+    def y_format(self, unit: str, row: int, col: int) -> None:
+        _y_format(self.fig, unit, row, col)
+
+    def add(self, kind: Callable[..., Any], row: int, col: int, strategy: str,
+            **props: Any) -> None:
+        """Add one strategy's trace (`kind`: go.Scatter, go.Bar) to a cell: named and grouped by
+        the strategy, in the legend once."""
+        self.fig.add_trace(kind(name=strategy, legendgroup=strategy,
+                                showlegend=strategy not in self.strategies, **props),
+                           row=row, col=col)
+        if strategy not in self.strategies:
+            self.strategies.append(strategy)
+
+    def series(self, row: int, col: int, key: ScenarioKey, samples: Samples, divisor: float,
+               hover: str, **line: Any) -> None:
+        """A strategy's line over logical time (x in `divisor` ms)."""
+        self.add(go.Scatter, row, col, key.strategy, x=samples.times_ms / divisor,
+                 y=samples.values, mode="lines",
+                 line={"color": self.colour[key.strategy], "width": 2, **line},
+                 hovertemplate=f"{hover}<extra>{key.strategy} · {key.backend}</extra>")
+
+    def chart(self, fig_id: str, title: str, caption: str, height: int) -> Chart | None:
+        """The finished chart, or None when no strategy drew anything."""
+        if not self.strategies:
+            return None
+        _layout(self.fig, height)
+        return Chart(fig_id, title, caption, self.fig, _ordered(self.run, self.strategies))
+
+
+def _min_max_bars(stats: Sequence[Any], thickness: float, **extra: Any) -> dict[str, Any]:
+    """Asymmetric error bars from each median to its min and max (none for a missing stat)."""
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [0.0 if s is None else s.hi - s.center for s in stats],
+        "arrayminus": [0.0 if s is None else s.center - s.lo for s in stats],
+        "thickness": thickness,
+        "width": 3,
+        **extra,
+    }
+
+
+def _cell_samples(run: Run, keys: list[ScenarioKey],
+                  cells: Iterable[tuple[int, int, str, Sequence[tuple[str, str, str]]]],
+                  series_only: bool = False,
+                  ) -> Iterator[tuple[int, int, ScenarioKey, tuple[str, str, str], Samples]]:
+    """(row, col, scenario, line, samples) for every cell (row, col, backend, lines), each of
+    the backend's scenarios and each line (metric first) it has samples of (with
+    `series_only`, samples over logical time)."""
+    for row, col, backend, lines in cells:
+        for key in keys:
+            if key.backend != backend:
+                continue
+            for line in lines:
+                samples = run.get(key, line[0])
+                if samples is not None and not (series_only and samples.kind != "series"):
+                    yield row, col, key, line, samples
+
 
 def slug(text: str) -> str:
     """A stable, id-safe form of a workload name ("ycsb-a" stays "ycsb-a")."""
@@ -197,67 +265,35 @@ def state_chart(run: Run, workload: str) -> Chart | None:
     if not rows or not backends:
         return None
     divisor, xlabel = _time_axis(run)
-    titles = [facet_title(b, spec_for(m).label) for m in rows for b in backends]
-    fig = make_subplots(
-        rows=len(rows),
-        cols=len(backends),
-        shared_xaxes=True,
-        subplot_titles=titles,
-        vertical_spacing=0.08,
-        horizontal_spacing=0.08,
-    )
-    colour, shown = colours(run), set()
-    strategies: list[str] = []
+    facets = Facets(run, [facet_title(b, spec_for(m).label) for m in rows for b in backends],
+                    rows=len(rows), cols=len(backends), shared_xaxes=True,
+                    vertical_spacing=0.08, horizontal_spacing=0.08)
+    cells = [(r, c, b, ((m, "", ""),)) for r, m in enumerate(rows, start=1)
+             for c, b in enumerate(backends, start=1)]
+    for r, c, _, ((metric, _, _),) in cells:
+        facets.y_format(facets.unit(metric), r, c)
     marked = [m for m in MARKED_ROWS if m in rows] or rows[:1]
     legend_shown = False
-    for r, metric in enumerate(rows, start=1):
-        unit = run.units.get(metric, spec_for(metric).unit)
-        for c, backend in enumerate(backends, start=1):
-            _y_format(fig, unit, r, c)
-            for key in keys:
-                samples = run.get(key, metric)
-                if key.backend != backend or samples is None or samples.kind != "series":
-                    continue
-                _add_trace(
-                    fig,
-                    go.Scatter(
-                        x=samples.times_ms / divisor,
-                        y=samples.values,
-                        mode="lines",
-                        name=key.strategy,
-                        legendgroup=key.strategy,
-                        showlegend=key.strategy not in shown,
-                        line={"color": colour[key.strategy], "width": 2},
-                        hovertemplate=f"%{{y:.3s}} {unit} at %{{x:.4g}}"
-                        f"<extra>{key.strategy} · {backend}</extra>",
-                    ),
-                    r,
-                    c,
-                    key.strategy,
-                    shown,
-                    strategies,
-                )
-                if metric in marked:
-                    legend_shown = _compaction_markers(
-                        fig, run, key, samples, divisor, (r, c), legend_shown)
-    if not strategies:
-        return None
-    fig.update_xaxes(title_text=xlabel, row=len(rows))
-    _layout(fig, 190 * len(rows) + 140)
+    for r, c, key, (metric, _, _), samples in _cell_samples(run, keys, cells, series_only=True):
+        facets.series(r, c, key, samples, divisor,
+                      f"%{{y:.3s}} {facets.unit(metric)} at %{{x:.4g}}")
+        if metric in marked:
+            legend_shown = _compaction_markers(
+                facets.fig, run, key, samples, divisor, (r, c), legend_shown)
+    facets.fig.update_xaxes(title_text=xlabel, row=len(rows))
     note = (
         " Open diamonds (legend: compaction ran) mark the samples by which RocksDB had run a "
         "compaction since the previous sample, on each strategy's "
         + " and ".join(spec_for(m).label for m in marked) + " lines."
         if legend_shown else ""
     )
-    return Chart(
+    return facets.chart(
         f"fig-state-{slug(workload)}",
         f"State size over logical time — {workload}",
         "Entries held (live, and expired but not yet removed) and bytes (logical payload and "
         "physical footprint), summed over tasks, one line per strategy, one column per backend."
         + note + _clock_note(run, workload) + _na_note(run, workload),
-        fig,
-        _ordered(run, strategies),
+        190 * len(rows) + 140,
     )
 
 
@@ -317,80 +353,35 @@ def perf_chart(run: Run, workload: str) -> Chart | None:
     backends, keys, cols = _measured(run, workload, PERF_COLS)
     if not cols or not backends:
         return None
-    titles = [
+    facets = Facets(run, [
         "throughput (records/s)" if m == "records_per_s" else f"{spec_for(m).label} latency"
         for m in cols
-    ]
-    fig = make_subplots(rows=1, cols=len(cols), subplot_titles=titles, horizontal_spacing=0.07)
-    colour, shown = colours(run), set()
-    strategies: list[str] = []
+    ], horizontal_spacing=0.07)
     for c, metric in enumerate(cols, start=1):
-        unit = run.units.get(metric, spec_for(metric).unit)
-        _y_format(fig, unit, 1, c)
+        unit = facets.unit(metric)
+        facets.y_format(unit, 1, c)
         for strategy in run.strategies:
-            ys, plus, minus, hover = [], [], [], []
-            for backend in backends:
-                key = ScenarioKey(workload, backend, strategy)
-                s = stat(run, key, metric) if key in keys else None
-                ys.append(None if s is None else s.center)
-                plus.append(0.0 if s is None else s.hi - s.center)
-                minus.append(0.0 if s is None else s.center - s.lo)
-                hover.append(_bar_hover(metric, unit, key, run))
-            if all(y is None for y in ys):
+            scenarios = [ScenarioKey(workload, b, strategy) for b in backends]
+            found = [stat(run, k, metric) if k in keys else None for k in scenarios]
+            if all(s is None for s in found):
                 continue
-            _add_trace(
-                fig,
-                go.Bar(
-                    x=[backend_label(b) for b in backends],
-                    y=ys,
-                    name=strategy,
-                    legendgroup=strategy,
-                    showlegend=strategy not in shown,
-                    marker_color=colour[strategy],
-                    error_y={
-                        "type": "data",
-                        "symmetric": False,
-                        "array": plus,
-                        "arrayminus": minus,
-                        "thickness": 1.2,
-                        "width": 3,
-                    },
-                    hovertext=hover,
-                    hoverinfo="text",
-                ),
-                1,
-                c,
-                strategy,
-                shown,
-                strategies,
+            facets.add(
+                go.Bar, 1, c, strategy,
+                x=[backend_label(b) for b in backends],
+                y=[None if s is None else s.center for s in found],
+                marker_color=facets.colour[strategy],
+                error_y=_min_max_bars(found, 1.2),
+                hovertext=[_bar_hover(metric, unit, k, run) for k in scenarios],
+                hoverinfo="text",
             )
-    if not strategies:
-        return None
-    fig.update_layout(barmode="group", bargap=0.25)
-    _layout(fig, 420)
-    return Chart(
+    facets.fig.update_layout(barmode="group", bargap=0.25)
+    return facets.chart(
         f"fig-perf-{slug(workload)}",
         f"Throughput and latency — {workload}",
         f"Median over repetitions (warm-up excluded); error bars span min{DASH}max."
         + _clock_note(run, workload) + _na_note(run, workload),
-        fig,
-        _ordered(run, strategies),
+        420,
     )
-
-
-def _column_samples(run: Run, keys: list[ScenarioKey], backends: list[str],
-                    lines: Sequence[tuple[str, str, str]]
-                    ) -> Iterator[tuple[int, ScenarioKey, tuple[str, str, str], Any]]:
-    """(column, scenario, line, samples) for every backend column (1-based), each of its
-    scenarios and each line (metric first) that scenario has samples of."""
-    for c, backend in enumerate(backends, start=1):
-        for key in keys:
-            if key.backend != backend:
-                continue
-            for line in lines:
-                samples = run.get(key, line[0])
-                if samples is not None:
-                    yield c, key, line, samples
 
 
 def checkpoint_chart(run: Run, workload: str) -> Chart | None:
@@ -398,48 +389,29 @@ def checkpoint_chart(run: Run, workload: str) -> Chart | None:
     backends, keys, measured = _measured(run, workload, [m for m, _, _ in CHECKPOINT_LINES])
     if not measured:
         return None
-    fig = make_subplots(
-        rows=1, cols=len(backends), subplot_titles=[backend_label(b) for b in backends],
-        horizontal_spacing=0.08,
-    )
-    colour, shown = colours(run), set()
-    strategies: list[str] = []
-    for c in range(1, len(backends) + 1):
-        _y_format(fig, "bytes", 1, c)
-    for c, key, (_, label, dash), samples in _column_samples(run, keys, backends,
-                                                              CHECKPOINT_LINES):
-        _add_trace(
-            fig,
-            go.Scatter(
-                x=samples.steps,
-                y=samples.values,
-                mode="lines+markers",
-                name=key.strategy,
-                legendgroup=key.strategy,
-                showlegend=key.strategy not in shown,
-                line={"color": colour[key.strategy], "dash": dash, "width": 2},
-                marker={"size": 6},
-                hovertemplate=f"checkpoint %{{x}}: %{{y:.3s}}B {label}"
-                f"<extra>{key.strategy} · {key.backend}</extra>",
-            ),
-            1,
-            c,
-            key.strategy,
-            shown,
-            strategies,
+    facets = Facets(run, [backend_label(b) for b in backends], horizontal_spacing=0.08)
+    cells = [(1, c, b, CHECKPOINT_LINES) for c, b in enumerate(backends, start=1)]
+    for _, c, _, _ in cells:
+        facets.y_format("bytes", 1, c)
+    for _, c, key, (_, label, dash), samples in _cell_samples(run, keys, cells):
+        facets.add(
+            go.Scatter, 1, c, key.strategy,
+            x=samples.steps,
+            y=samples.values,
+            mode="lines+markers",
+            line={"color": facets.colour[key.strategy], "dash": dash, "width": 2},
+            marker={"size": 6},
+            hovertemplate=f"checkpoint %{{x}}: %{{y:.3s}}B {label}"
+            f"<extra>{key.strategy} · {key.backend}</extra>",
         )
-    if not strategies:
-        return None
-    fig.update_xaxes(title_text="checkpoint id", dtick=1)
-    _layout(fig, 420)
-    return Chart(
+    facets.fig.update_xaxes(title_text="checkpoint id", dtick=1)
+    return facets.chart(
         f"fig-checkpoint-{slug(workload)}",
         f"Checkpoint size — {workload}",
         "Solid: full checkpoint size; dotted: bytes uploaded for that checkpoint (equal to the "
         "full size in full mode, smaller when checkpoints are incremental). Summed over tasks."
         + _clock_note(run, workload) + _na_note(run, workload),
-        fig,
-        _ordered(run, strategies),
+        420,
     )
 
 
@@ -467,38 +439,7 @@ def pareto_chart(run: Run, workload: str) -> Chart | None:
     strategies = _ordered(run, [p.key.strategy for p in points])
     for strategy in strategies:
         mine = [p for p in points if p.key.strategy == strategy]
-        fig.add_trace(
-            go.Scatter(
-                x=[p.peak_bytes for p in mine],
-                y=[p.throughput.center for p in mine],
-                mode="markers+text",
-                name=strategy,
-                text=[backend_label(p.key.backend) for p in mine],
-                textposition="top center",
-                textfont={"size": 10, "color": "#555"},
-                marker={
-                    "color": colour[strategy],
-                    "symbol": [symbol[p.key.backend] for p in mine],
-                    "size": [18 if p.optimal else 11 for p in mine],
-                    "line": {"color": "#111", "width": [3 if p.optimal else 0 for p in mine]},
-                },
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [p.throughput.hi - p.throughput.center for p in mine],
-                    "arrayminus": [p.throughput.center - p.throughput.lo for p in mine],
-                    "thickness": 1,
-                    "width": 3,
-                },
-                hovertext=[
-                    f"{strategy} · {p.key.backend}<br>{fmt_value(p.throughput.center, 'records/s')}"
-                    f"<br>peak {fmt_value(p.peak_bytes, 'bytes')}"
-                    + ("<br><b>Pareto-optimal</b>" if p.optimal else "")
-                    for p in mine
-                ],
-                hoverinfo="text",
-            )
-        )
+        fig.add_trace(_pareto_trace(strategy, mine, colour[strategy], symbol))
     xs = np.array([p.peak_bytes for p in points], dtype=float)
     log_x = bool(xs.min() > 0 and xs.max() / xs.min() > 20)
     fig.update_xaxes(
@@ -526,6 +467,34 @@ def pareto_chart(run: Run, workload: str) -> Chart | None:
     )
 
 
+def _pareto_trace(strategy: str, mine: list[Any], colour: str,
+                  symbol: dict[str, str]) -> go.Scatter:
+    """One strategy's points on the Pareto chart: a marker per backend, labelled with it."""
+    return go.Scatter(
+        x=[p.peak_bytes for p in mine],
+        y=[p.throughput.center for p in mine],
+        mode="markers+text",
+        name=strategy,
+        text=[backend_label(p.key.backend) for p in mine],
+        textposition="top center",
+        textfont={"size": 10, "color": "#555"},
+        marker={
+            "color": colour,
+            "symbol": [symbol[p.key.backend] for p in mine],
+            "size": [18 if p.optimal else 11 for p in mine],
+            "line": {"color": "#111", "width": [3 if p.optimal else 0 for p in mine]},
+        },
+        error_y=_min_max_bars([p.throughput for p in mine], 1),
+        hovertext=[
+            f"{strategy} · {p.key.backend}<br>{fmt_value(p.throughput.center, 'records/s')}"
+            f"<br>peak {fmt_value(p.peak_bytes, 'bytes')}"
+            + ("<br><b>Pareto-optimal</b>" if p.optimal else "")
+            for p in mine
+        ],
+        hoverinfo="text",
+    )
+
+
 def _rocksdb_backends(run: Run, keys: list[ScenarioKey]) -> list[str]:
     found = {k.backend for k in keys if any(rocksdb_metric(m) for m in run.samples.get(k, {}))}
     return [b for b in run.backends if b in found]
@@ -547,53 +516,24 @@ def rocksdb_chart(run: Run, workload: str) -> Chart | None:
     single = len(backends) == 1
     n_rows = -(-len(panels) // 2) if single else len(panels)
     n_cols = 2 if single else len(backends)
-    cells: dict[tuple[int, str], tuple[int, int]] = {}
-    for i in range(len(panels)):
-        for j, backend in enumerate(backends):
-            cells[(i, backend)] = (i // 2 + 1, i % 2 + 1) if single else (i + 1, j + 1)
+    cells = [((i // 2 + 1, i % 2 + 1) if single else (i + 1, j + 1), backend, panel)
+             for i, panel in enumerate(panels) for j, backend in enumerate(backends)]
     titles = [""] * (n_rows * n_cols)
-    for (i, backend), (r, c) in cells.items():
-        titles[(r - 1) * n_cols + (c - 1)] = facet_title(backend, panels[i][0])
-    fig = make_subplots(rows=n_rows, cols=n_cols, subplot_titles=titles, shared_xaxes=True,
-                        vertical_spacing=0.09, horizontal_spacing=0.09)
+    for (r, c), backend, (title, _, _) in cells:
+        titles[(r - 1) * n_cols + (c - 1)] = facet_title(backend, title)
+    facets = Facets(run, titles, rows=n_rows, cols=n_cols, shared_xaxes=True,
+                    vertical_spacing=0.09, horizontal_spacing=0.09)
     divisor, xlabel = _time_axis(run)
-    colour, shown = colours(run), set()
-    strategies: list[str] = []
-    for (i, backend), (r, c) in cells.items():
-        _title, lines, unit = panels[i]
-        _y_format(fig, unit, r, c)
-        for key in keys:
-            if key.backend != backend:
-                continue
-            for metric, label, dash in lines:
-                samples = run.get(key, metric)
-                if samples is None or samples.kind != "series":
-                    continue
-                _add_trace(
-                    fig,
-                    go.Scatter(
-                        x=samples.times_ms / divisor,
-                        y=samples.values,
-                        mode="lines",
-                        name=key.strategy,
-                        legendgroup=key.strategy,
-                        showlegend=key.strategy not in shown,
-                        line={"color": colour[key.strategy], "width": 2, "dash": dash,
-                              "shape": "hv" if unit == "count" else "linear"},
-                        hovertemplate=f"{label}: %{{y:.3s}} at %{{x:.4g}}"
-                        f"<extra>{key.strategy} · {backend}</extra>",
-                    ),
-                    r,
-                    c,
-                    key.strategy,
-                    shown,
-                    strategies,
-                )
-    if not strategies:
-        return None
-    fig.update_xaxes(title_text=xlabel, row=n_rows)
-    _layout(fig, 210 * n_rows + 140)
-    return Chart(
+    units = {(r, c): unit for (r, c), _, (_, _, unit) in cells}
+    for (r, c), unit in units.items():
+        facets.y_format(unit, r, c)
+    found = _cell_samples(run, keys, [(r, c, b, lines) for (r, c), b, (_, lines, _) in cells],
+                          series_only=True)
+    for r, c, key, (_, label, dash), samples in found:
+        facets.series(r, c, key, samples, divisor, f"{label}: %{{y:.3s}} at %{{x:.4g}}",
+                      dash=dash, shape="hv" if units[(r, c)] == "count" else "linear")
+    facets.fig.update_xaxes(title_text=xlabel, row=n_rows)
+    return facets.chart(
         f"fig-rocksdb-{slug(workload)}",
         f"RocksDB activity over logical time — {workload}",
         "RocksDB's own counters, one line per strategy: compactions and flushes since the "
@@ -602,8 +542,7 @@ def rocksdb_chart(run: Run, workload: str) -> Chart | None:
         "and memtables. Job totals over tasks; the expired entries a compaction filter drops "
         "leave when a compaction runs."
         + _clock_note(run, workload) + _na_note(run, workload),
-        fig,
-        _ordered(run, strategies),
+        210 * n_rows + 140,
     )
 
 
@@ -617,55 +556,38 @@ def checkpoint_time_chart(run: Run, workload: str) -> Chart | None:
     backends = [b for b in _backends(run, workload)
                 if any(k.backend == b and run.get(k, m) is not None
                        for k in keys for m, _, _ in measured)]
-    fig = make_subplots(rows=1, cols=len(backends),
-                        subplot_titles=[backend_label(b) for b in backends],
-                        horizontal_spacing=0.06)
-    colour, shown = colours(run), set()
-    strategies: list[str] = []
-    for c in range(1, len(backends) + 1):
-        _y_format(fig, "ms", 1, c)
-    for c, key, (_, label, pattern), samples in _column_samples(run, keys, backends, measured):
+    facets = Facets(run, [backend_label(b) for b in backends], horizontal_spacing=0.06)
+    cells = [(1, c, b, measured) for c, b in enumerate(backends, start=1)]
+    for _, c, _, _ in cells:
+        facets.y_format("ms", 1, c)
+    for _, c, key, (_, label, pattern), samples in _cell_samples(run, keys, cells):
         ids = [str(int(step)) for step in samples.steps]
-        _add_trace(
-            fig,
-            go.Bar(
-                x=[[key.strategy] * len(ids), ids],
-                y=samples.values,
-                name=key.strategy,
-                legendgroup=key.strategy,
-                showlegend=key.strategy not in shown,
-                marker={
-                    "color": colour[key.strategy],
-                    "pattern": {"shape": pattern, "fgcolor": "#ffffff", "size": 6,
-                                "solidity": 0.4},
-                },
-                meta={"phase": label},
-                hovertemplate=f"checkpoint %{{x}}: {label} %{{y:.3s}} ms"
-                f"<extra>{key.strategy} · {key.backend}</extra>",
-            ),
-            1,
-            c,
-            key.strategy,
-            shown,
-            strategies,
+        facets.add(
+            go.Bar, 1, c, key.strategy,
+            x=[[key.strategy] * len(ids), ids],
+            y=samples.values,
+            marker={
+                "color": facets.colour[key.strategy],
+                "pattern": {"shape": pattern, "fgcolor": "#ffffff", "size": 6,
+                            "solidity": 0.4},
+            },
+            meta={"phase": label},
+            hovertemplate=f"checkpoint %{{x}}: {label} %{{y:.3s}} ms"
+            f"<extra>{key.strategy} · {key.backend}</extra>",
         )
-    if not strategies:
-        return None
-    fig.update_layout(barmode="stack", bargap=0.15)
-    fig.update_xaxes(tickfont={"size": 9})
-    _layout(fig, 440)
+    facets.fig.update_layout(barmode="stack", bargap=0.15)
+    facets.fig.update_xaxes(tickfont={"size": 9})
     phases = ", ".join(
         f"{label} ({'solid' if not pattern else 'hatched' if pattern == '/' else 'dotted'})"
         for _, label, pattern in measured
     )
-    return Chart(
+    return facets.chart(
         f"fig-checkpoint-time-{slug(workload)}",
         f"Checkpoint duration by phase — {workload}",
         f"One stacked bar per checkpoint (x: strategy, then checkpoint id), split into {phases}. "
         "Each phase is its slowest task's time, so a stack can exceed the checkpoint's total."
         + _clock_note(run, workload) + _na_note(run, workload),
-        fig,
-        _ordered(run, strategies),
+        440,
     )
 
 
@@ -698,32 +620,8 @@ def sweep_chart(run: Run, workload: str) -> Chart | None:
             if not points:
                 continue
             points.sort(key=lambda p: p[0])
-            dash, symbol = SWEEP_LINES[j % len(SWEEP_LINES)]
-            spread = metric != STORED_ENTRIES and metric != "checkpoint_bytes"
-            fig.add_trace(
-                go.Scatter(
-                    x=[p[0] for p in points],
-                    y=[p[1].center for p in points],
-                    mode="lines+markers",
-                    name=backend_label(backend),
-                    legendgroup=backend,
-                    showlegend=c == 1,
-                    line={"color": SWEEP_COLOUR, "dash": dash, "width": 2},
-                    marker={"symbol": symbol, "size": 8, "color": SWEEP_COLOUR},
-                    error_y={
-                        "type": "data", "symmetric": False, "thickness": 1, "width": 3,
-                        "array": [p[1].hi - p[1].center for p in points],
-                        "arrayminus": [p[1].center - p[1].lo for p in points],
-                        "visible": spread,
-                    },
-                    meta={"kind": "sweep", "backend": backend, "metric": metric},
-                    hovertext=[f"{p[2]} · {backend}<br>{fmt_value(p[1].center, unit)}"
-                               for p in points],
-                    hoverinfo="text",
-                ),
-                row=1,
-                col=c,
-            )
+            fig.add_trace(_sweep_trace(backend, j, points, metric, unit, show=c == 1),
+                          row=1, col=c)
         fig.update_xaxes(title_text=knob, type="log" if swept.log_axis else "linear",
                          row=1, col=c)
     if not fig.data:
@@ -741,6 +639,28 @@ def sweep_chart(run: Run, workload: str) -> Chart | None:
         + _clock_note(run, workload) + _na_note(run, workload),
         fig,
         [],
+    )
+
+
+def _sweep_trace(backend: str, j: int, points: list[tuple[float, Any, str]], metric: str,
+                 unit: str, show: bool) -> go.Scatter:
+    """One backend's line on a knob-sweep panel through (knob value, stat, label) points in
+    knob order; told apart from other backends by dash and symbol (the `j`-th style)."""
+    dash, symbol = SWEEP_LINES[j % len(SWEEP_LINES)]
+    spread = metric != STORED_ENTRIES and metric != "checkpoint_bytes"
+    return go.Scatter(
+        x=[p[0] for p in points],
+        y=[p[1].center for p in points],
+        mode="lines+markers",
+        name=backend_label(backend),
+        legendgroup=backend,
+        showlegend=show,
+        line={"color": SWEEP_COLOUR, "dash": dash, "width": 2},
+        marker={"symbol": symbol, "size": 8, "color": SWEEP_COLOUR},
+        error_y=_min_max_bars([p[1] for p in points], 1, visible=spread),
+        meta={"kind": "sweep", "backend": backend, "metric": metric},
+        hovertext=[f"{p[2]} · {backend}<br>{fmt_value(p[1].center, unit)}" for p in points],
+        hoverinfo="text",
     )
 
 
