@@ -95,6 +95,7 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec("job_records_per_s", "whole job (with scheduling and transfer)", "records/s",
                "throughput", +1),
     MetricSpec("records", "records processed", "records", "throughput", 0, cls=EXACT),
+    MetricSpec("sql_job_s", "Flink SQL job, submission to result", "s", "throughput", -1),
     MetricSpec("schedule_lag_p50_ms", "p50", "ms", "schedule", -1),
     MetricSpec("schedule_lag_p99_ms", "p99", "ms", "schedule", -1),
     MetricSpec("schedule_lag_max_ms", "max", "ms", "schedule", -1),
@@ -111,6 +112,9 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
                cls=EXACT),
     MetricSpec("logical_bytes", "logical bytes", "bytes", "state", -1, cls=EXACT),
     MetricSpec("physical_bytes", "physical bytes", "bytes", "state", -1, cls=EXACT),
+    # flink-sql (a real Flink SQL job): RocksDB's estimate-num-keys over its column families
+    MetricSpec("estimated_entries", "estimated entries (RocksDB's estimate-num-keys)", "entries",
+               "state", -1, cls=TIMING_DEPENDENT),
     # ForSt (flink-forst): the files in its local working folder and on its primary folder
     MetricSpec("physical_local_bytes", "physical bytes, local", "bytes", "state", -1,
                cls=TIMING_DEPENDENT),
@@ -231,6 +235,9 @@ CHECKPOINT_SIZE_METRICS = frozenset({"checkpoint_bytes", "checkpoint_uploaded_by
 #: Numbers that stay exact even where the state's layout is timing-dependent: expired values
 #: returned must be 0 whatever happens, records processed is the input.
 ALWAYS_EXACT = frozenset({"expired_returned", "records"})
+#: The flink-sql lanes (backends.flink.sql_lanes): a real Flink SQL job whose TTL, watermarks
+#: and checkpoints run on the paced wall clock whatever the spec's clock.
+SQL_BACKENDS = frozenset({"flink-sql", "flink-sql-heap"})
 
 
 @dataclass(frozen=True)
@@ -277,6 +284,9 @@ def class_of(metric: str, backend: str = "", strategy: str = "", *,
                                              "background flushes and compactions ran")
     if metric in ALWAYS_EXACT:
         return MetricClass(EXACT)
+    if backend in SQL_BACKENDS:
+        return MetricClass(TIMING_DEPENDENT, "a real Flink SQL job: its TTL, watermarks and "
+                                             "checkpoints run on the paced wall clock")
     if clock != LOGICAL_CLOCK:
         return MetricClass(TIMING_DEPENDENT, f"{clock} clock: counts depend on wall time")
     on_rocksdb = backend in ROCKSDB_BACKENDS
