@@ -97,8 +97,8 @@ class OperatorTask(KeyedOperator):
         self.op.end_of_input()
         cfg, task, rep, add = self.cfg, self.task, self.cfg.repetition, self.rows.add
         timers = self.op.timers
-        values = (len(self.op.outputs), timers.registered if timers else 0,
-                  timers.fired if timers else 0)
+        values = (len(self.op.outputs), 0 if timers is None else timers.registered,
+                  0 if timers is None else timers.fired)
         for metric, value in zip(OPERATOR_METRICS, values):
             add(task, rep, NO_TIME, metric, value, "count")
         if cfg.ttl_ms is not None:
