@@ -6,9 +6,10 @@ events batch by batch; a SQL job reads its own source, plans its own exchange an
 one program, so the runner hands it a whole scenario (``run_sql_scenario``) and whichever
 engine the run uses only prepares the other lanes' data. The job (``backends.flink.sql_job``)
 reads exactly the events the emulated operator's input is made of
-(``workloads.operators.input.nexmark_config``: same seed, rate, time and knobs) in arrival
-order, at the run's parallelism, with ``table.exec.state.ttl`` = the spec's ``ttl_ms`` and, on
-RocksDB, the spec's ``[rocksdb]`` options as the Flink lanes set them
+(``workloads.operators.input.nexmark_config``: same seed, rate, time and knobs) in the
+emulation's order (by ts, then arrival: ``events_in_time_order``), at the run's
+parallelism, with ``table.exec.state.ttl`` = the spec's ``ttl_ms`` and, on RocksDB, the spec's
+``[rocksdb]`` options as the Flink lanes set them
 (``backends.flink.register.rocksdb_configuration``; periodic compaction as the compaction
 filter's).
 
@@ -46,21 +47,37 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from backends.flink.register import rocksdb_configuration
 from backends.flink.sql_job import SqlJobConfig, run_sql_jobs, write_events_csv
 from backends.flink.sql_lanes import SQL_LANES, query_time_after_num_entries, spec_problem
-from workloads.nexmark import nexmark_batches
+from workloads.nexmark import generate_nexmark
 from workloads.operators.input import nexmark_config
 from workloads.run.config import OperatorConfig
 from workloads.run.metrics import NO_TIME, MetricRows, Row
 from workloads.run.plan import DataFacts, RunConfig
+from workloads.spec import WorkloadSpec
 
 TOTAL_TASK = -1
 SERIES_PROPERTIES = (("estimated_entries", "estimate-num-keys", "entries"),
                      ("rocksdb_sst_bytes", "total-sst-files-size", "bytes"),
                      ("rocksdb_memtable_bytes", "cur-size-all-mem-tables", "bytes"))
+
+
+def events_in_time_order(spec: WorkloadSpec) -> pa.Table:
+    """The spec's Nexmark events in (ts, arrival) order: the order each emulated task reads its
+    input in (``workloads.run.source`` sorts by ts, then seq), so a record the emulation
+    processes before another the job does too - with Nexmark's arrival order, an out-of-order
+    bid older than its pair's kept one would be ignored by the job's keep-last dedup and
+    processed by the emulation."""
+    table = generate_nexmark(nexmark_config(spec))
+    seq = pa.array(np.arange(table.num_rows, dtype=np.int64))
+    order = pc.sort_indices(table.append_column("seq", seq),
+                            sort_keys=[("ts", "ascending"), ("seq", "ascending")])
+    return table.take(order)
 
 
 def sql_job_config(cfg: RunConfig, op_cfg: OperatorConfig, events: Path, count: int,
@@ -141,7 +158,7 @@ def run_sql_scenario(cfg: RunConfig, op_cfg: OperatorConfig, facts: DataFacts) -
     with tempfile.TemporaryDirectory(prefix="statebench-flink-sql-", dir=cfg.local_dir) as tmp:
         work = Path(tmp)
         events = work / "events.csv"
-        count = write_events_csv(nexmark_batches(nexmark_config(cfg.spec)), events)
+        count = write_events_csv(events_in_time_order(cfg.spec), events)
         root = Path(cfg.checkpoint_root) if cfg.checkpoint_root is not None else work
         label = f"{op_cfg.backend}-{op_cfg.strategy}-{op_cfg.repetition}"
         checkpoints = root / "flink-sql" / "".join(c if c.isalnum() or c in "-_" else "_"
