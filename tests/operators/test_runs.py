@@ -32,7 +32,8 @@ def small(name: str, events: int = 20_000, **overrides: object):
 
 
 @pytest.mark.parametrize("name", ["nexmark-q18-dedup", "nexmark-q20-join",
-                                  "nexmark-q7-window", "nexmark-q4-agg"])
+                                  "nexmark-q7-window", "nexmark-q4-agg", "nexmark-q5-sliding",
+                                  "nexmark-interval-join"])
 def test_shipped_spec_runs_deterministically(name: str, tmp_path) -> None:
     spec = small(name, ttl_ms=300)
     runs = [
@@ -51,7 +52,7 @@ def test_shipped_spec_runs_deterministically(name: str, tmp_path) -> None:
     assert len(set(per_backend.values())) == 1
     outputs = totals(runs[0].rows, "operator_outputs")
     assert outputs["none"] > 0
-    if name == "nexmark-q7-window":
+    if name in ("nexmark-q7-window", "nexmark-q5-sliding", "nexmark-interval-join"):
         timers = totals(runs[0].rows, "timers_registered")
         assert timers["none"] == totals(runs[0].rows, "timers_fired")["none"] > 0
 

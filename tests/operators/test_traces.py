@@ -192,3 +192,55 @@ def test_group_agg_restarts_after_ttl() -> None:
     events = [(5, bid(1, 7, 5, 10)), (5, bid(2, 7, 5, 5)), (5, bid(30, 7, 5, 1))]
     _, out = run("group_agg", events, ttl_ms=10, agg="sum")
     assert out == [("+I", 5, 10), ("-U", 5, 10), ("+U", 5, 15), ("+I", 5, 1)]
+
+
+def test_sliding_window_trace() -> None:
+    # size 10, slide 5: ts 7 is in [5, 15) and [0, 10), the latest start first
+    trace, out = run("sliding_window", [(5, bid(7, 7, 5, 3))], window_ms=10, slide_ms=5,
+                     agg="sum")
+    W, TM = "window-contents", "event-timers"
+    assert trace == [
+        (W, "get", 15), (W, "put", 15, 3), (TM, "put", TIMER.pack(14, 15), True),
+        ("timer", "exists", 14, 15),
+        (W, "get", 10), (W, "put", 10, 3), (TM, "put", TIMER.pack(9, 10), True),
+        ("timer", "exists", 9, 10),
+        (TM, "remove", TIMER.pack(9, 10)), ("timer", "fire", 9, 10), (W, "get", 10),
+        (W, "remove", 10),
+        (TM, "remove", TIMER.pack(14, 15)), ("timer", "fire", 14, 15), (W, "get", 15),
+        (W, "remove", 15),
+    ]
+    assert out == [("+I", 5, 10, 3), ("+I", 5, 15, 3)]
+
+
+def test_interval_join_trace() -> None:
+    # bid.ts - auction.ts in 0..10: leftRelativeSize 0, rightRelativeSize 10, min cleanup 5
+    a = auction(100, 9, 5, 1000, 10, 500)
+    b1, b2 = bid(105, 7, 5, 1200), bid(120, 8, 5, 1300)
+    trace, out = run("interval_join", [(5, a), (5, b1), (5, b2)], lower_ms=0, upper_ms=10)
+    A, B1, B2 = (auction_row(5, 9, 1000, 10, 500, 100) + b"\0", bid_row(5, 7, 1200, 105) + b"\0",
+                 bid_row(5, 8, 1300, 120) + b"\0")
+    LC, RC = "IntervalJoinLeftCache", "IntervalJoinRightCache"
+    LT, RT, TM = "IntervalJoinLeftTimerState", "IntervalJoinRightTimerState", "event-timers"
+    assert trace == [
+        # auction at 100 (watermark 99): no bids cached; cache it, cleanup timer 100+10+5+1
+        (LC, "items"), (RC, "get", 100), (RC, "put", 100, A), (LT, "value"),
+        (TM, "put", TIMER.pack(116, 0), True), (LT, "update", 116),
+        # bid at 105: joins the auction (100 in 95..105); cached, timer 105+0+5+1
+        (RC, "items"), (LC, "get", 105), (LC, "put", 105, B1), (RT, "value"),
+        (TM, "put", TIMER.pack(111, 0), True), (RT, "update", 111),
+        # bid at 120 (watermark 119): timer 111 expires the bids up to 118, timer 116 the
+        # auctions up to 108; both caches empty, their timer states cleared
+        (TM, "remove", TIMER.pack(111, 0)), ("timer", "fire", 111, 0),
+        (LT, "value"), (RT, "value"), (LC, "items"), (LC, "remove", 105), (RT, "clear"),
+        (LC, "clear"),
+        (TM, "remove", TIMER.pack(116, 0)), ("timer", "fire", 116, 0),
+        (LT, "value"), (RC, "items"), (RC, "remove", 100), (LT, "clear"), (RC, "clear"),
+        (RT, "value"),
+        (RC, "items"), (LC, "get", 120), (LC, "put", 120, B2), (RT, "value"),
+        (TM, "put", TIMER.pack(126, 0), True), (RT, "update", 126),
+        # end of input: the last cleanup timer empties the bid cache
+        (TM, "remove", TIMER.pack(126, 0)), ("timer", "fire", 126, 0),
+        (LT, "value"), (RT, "value"), (LC, "items"), (LC, "remove", 120), (RT, "clear"),
+        (LC, "clear"),
+    ]
+    assert out == [("+I", 5, 7, 1200, 105, 9, 100)]

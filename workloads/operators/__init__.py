@@ -10,13 +10,17 @@ kind                Flink class it follows                       states (name: s
                     UniqueKey``
 ``tumbling_window`` ``WindowOperator`` + ``EventTimeTrigger``    ``window-contents``: map by
                     (incremental aggregate)                      window end; ``event-timers``
+``sliding_window``  ``WindowOperator`` (``SlidingEventTime        as tumbling_window, a bid in
+                    Windows``)                                   size / slide windows
 ``group_agg``       ``GroupAggFunction``                         ``accState``: value
+``interval_join``   ``RowTimeIntervalJoin`` (``TimeInterval       ``IntervalJoin{Left,Right}Cache``:
+                    Join``)                                      map by row time;
+                                                                 ``...TimerState``: value; timers
 ==================  ===========================================  ==================================
 
 Each module's docstring gives the per-event reads, writes, deletes, timers and outputs and what
-the emulation leaves out. ``sliding_window``, ``session_window``, ``interval_join`` and ``topn``
-are accepted by the spec but not emulated yet: a run of them is refused up front
-(:func:`check_supported`).
+the emulation leaves out. ``session_window`` and ``topn`` are accepted by the spec but not
+emulated yet: a run of them is refused up front (:func:`check_supported`).
 
 Namespaces are emulated, not added to the backends: a window's state is a map entry keyed by
 the window (``MapState<window end, accumulator>``). Flink's (key, namespace) -> value rows and
@@ -44,7 +48,9 @@ from typing import Any
 from workloads.operators.base import EmulatedOperator
 from workloads.operators.dedup import Dedup
 from workloads.operators.group_agg import GroupAgg
+from workloads.operators.interval_join import IntervalJoin
 from workloads.operators.regular_join import RegularJoin
+from workloads.operators.sliding_window import SlidingWindow
 from workloads.operators.tumbling_window import TumblingWindow
 
 #: The emulated kinds (the rest of ``workloads.spec.OPERATOR_KINDS`` are refused).
@@ -52,7 +58,9 @@ OPERATOR_CLASSES: dict[str, type[EmulatedOperator]] = {
     "dedup": Dedup,
     "regular_join": RegularJoin,
     "tumbling_window": TumblingWindow,
+    "sliding_window": SlidingWindow,
     "group_agg": GroupAgg,
+    "interval_join": IntervalJoin,
 }
 
 

@@ -1,0 +1,148 @@
+"""``interval_join``: Flink SQL's event-time interval join of bids with their auction (Nexmark
+q4's ``B.dateTime BETWEEN A.dateTime AND A.expires``, with a fixed upper bound): a bid joins its
+auction when ``bid.ts - auction.ts`` is in ``lower_ms .. upper_ms``.
+
+Follows ``RowTimeIntervalJoin`` / ``TimeIntervalJoin`` (inner join, allowed lateness 0): bids
+are the left input, auctions the right; ``leftRelativeSize = -lower_ms``,
+``rightRelativeSize = upper_ms``, ``minCleanUpInterval = (leftRelativeSize +
+rightRelativeSize) / 2``; the operator time is the watermark (0 before the first). States:
+``IntervalJoinLeftCache`` / ``IntervalJoinRightCache`` (``MapState<Long, List<row>>``: row time
+-> the rows of that time, here packed bytes) and ``IntervalJoinLeftTimerState`` /
+``IntervalJoinRightTimerState`` (``ValueState<Long>``: the cleanup timer of the other side).
+Per record (a bid; an auction mirrors it): if the other cache may hold rows in range
+(``rightExpirationTime < t + leftRelativeSize``), recompute that expiration time, read the
+other cache (one iteration), emit a ``+I`` for each row in range and remove every entry at or
+before the expiration time (one ``remove`` each); then, while the other side's operator time
+is below the upper bound, ``get`` + ``put`` this row into its own cache and, when the other
+side's timer state is empty, register a cleanup timer at ``t + relative size +
+minCleanUpInterval + 1`` and ``update`` the timer state. A timer reads both timer states and,
+for the side whose time it is, removes the expired cache entries, then registers the next
+cleanup timer for the earliest row left or, with none left, clears the timer state and the
+cache. The expiration times are fields of the operator instance, shared by every key, as in
+Flink. The spec's TTL applies to the caches (Flink's interval join does not read
+``table.exec.state.ttl``; its state is cleaned by these timers), timer states carry none.
+
+Left out: outer joins (the emitted flags and null padding), processing-time joins, the join
+condition's non-equi residue, allowed lateness, and separate watermarks per input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import backends
+from workloads.nexmark import BID
+from workloads.operators.base import END_OF_INPUT, EmulatedOperator, Row, StateDecl, View
+from workloads.operators.rows import AUCTION_ROW, BID_ROW
+
+_FLAG = b"\x00"  # Tuple2<RowData, Boolean>: the row and "emitted" (false: inner join)
+LEFT_CACHE, RIGHT_CACHE = "IntervalJoinLeftCache", "IntervalJoinRightCache"
+LEFT_TIMER, RIGHT_TIMER = "IntervalJoinLeftTimerState", "IntervalJoinRightTimerState"
+
+
+class IntervalJoin(EmulatedOperator):
+    STATES = (
+        StateDecl(LEFT_CACHE, "map", backends.Types.BYTES(), backends.Types.LONG()),
+        StateDecl(RIGHT_CACHE, "map", backends.Types.BYTES(), backends.Types.LONG()),
+        StateDecl(LEFT_TIMER, "value", backends.Types.LONG(), ttl=False),
+        StateDecl(RIGHT_TIMER, "value", backends.Types.LONG(), ttl=False),
+    )
+    USES_TIMERS = True
+
+    def __init__(self, params: Any, out_of_orderness_ms: int, retention: bool) -> None:
+        super().__init__(params, out_of_orderness_ms, retention)
+        self.left_size = -params.lower_ms
+        self.right_size = params.upper_ms
+        self.min_cleanup = max(0, (self.left_size + self.right_size) // 2)
+        self.left_expiration = 0
+        self.right_expiration = 0
+
+    def bind_views(self, views: dict[str, View]) -> None:
+        self.lcache, self.rcache = views[LEFT_CACHE], views[RIGHT_CACHE]
+        self.ltimer, self.rtimer = views[LEFT_TIMER], views[RIGHT_TIMER]
+
+    def operator_time(self) -> int:
+        return self.watermark if self.watermark > 0 else 0
+
+    def expiration(self, relative_size: int) -> int:
+        now = self.operator_time()
+        return now - relative_size - 1 if now < END_OF_INPUT else END_OF_INPUT
+
+    def process(self, row: Row) -> None:
+        kind, t, person, auction, price, category, expires = row
+        if kind == BID:
+            record = BID_ROW.pack(auction, person, price, t)
+            lo, hi = t - self.right_size, t + self.left_size
+            if self.right_expiration < hi:
+                self.right_expiration = self.expiration(self.right_size)
+                self._join(self.rcache, lo, hi, self.right_expiration, record, left=True)
+            if self.operator_time() < hi:
+                self._cache(self.lcache, t, record)
+                if self.rtimer.value() is None:
+                    self._register_cleanup(t, left=True)
+        else:
+            record = AUCTION_ROW.pack(auction, person, price, category, expires, t)
+            lo, hi = t - self.left_size, t + self.right_size
+            if self.left_expiration < hi:
+                self.left_expiration = self.expiration(self.left_size)
+                self._join(self.lcache, lo, hi, self.left_expiration, record, left=False)
+            if self.operator_time() < hi:
+                self._cache(self.rcache, t, record)
+                if self.ltimer.value() is None:
+                    self._register_cleanup(t, left=False)
+
+    def _join(self, other: View, lo: int, hi: int, expiration: int, record: bytes,
+              left: bool) -> None:
+        for time, packed in other.items():
+            if lo <= time <= hi:
+                for row in _rows(packed, AUCTION_ROW.size if left else BID_ROW.size):
+                    bid, auc = (record, row) if left else (row, record)
+                    self._emit_joined(bid, auc)
+            if time <= expiration:
+                other.remove(time)  # eager remove while joining
+
+    def _emit_joined(self, bid: bytes, auc: bytes) -> None:
+        auction, bidder, price, bid_ts = BID_ROW.unpack(bid)
+        a = AUCTION_ROW.unpack(auc)
+        self.emit("+I", auction, bidder, price, bid_ts, a[1], a[5])
+
+    def _cache(self, cache: View, t: int, record: bytes) -> None:
+        rows = cache.get(t)
+        cache.put(t, (rows or b"") + record + _FLAG)
+
+    def _register_cleanup(self, row_time: int, left: bool) -> None:
+        assert self.timers is not None
+        size = self.left_size if left else self.right_size
+        cleanup = row_time + size + self.min_cleanup + 1
+        self.timers.register(self.key, cleanup, 0)
+        (self.rtimer if left else self.ltimer).update(cleanup)
+
+    def on_timer(self, ts: int, key: Any, ns: int) -> None:
+        left_cleanup = self.ltimer.value()
+        if left_cleanup is not None and ts == left_cleanup:
+            self.right_expiration = self.expiration(self.right_size)
+            self._remove_expired(self.right_expiration, self.rcache, self.ltimer, left=False)
+        right_cleanup = self.rtimer.value()
+        if right_cleanup is not None and ts == right_cleanup:
+            self.left_expiration = self.expiration(self.left_size)
+            self._remove_expired(self.left_expiration, self.lcache, self.rtimer, left=True)
+
+    def _remove_expired(self, expiration: int, cache: View, timer_state: View,
+                        left: bool) -> None:
+        earliest = -1
+        for time, _ in cache.items():
+            if time <= expiration:
+                cache.remove(time)
+            elif time < earliest or earliest < 0:
+                earliest = time
+        if earliest > 0:
+            self._register_cleanup(earliest, left)
+        else:
+            timer_state.clear()
+            cache.clear()
+
+
+def _rows(packed: bytes, size: int) -> list[bytes]:
+    """The rows of a cache entry (each followed by its one-byte flag)."""
+    step = size + 1
+    return [packed[i:i + size] for i in range(0, len(packed), step)]
