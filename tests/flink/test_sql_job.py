@@ -30,7 +30,9 @@ from backends.flink.sql_job import (
 from backends.flink.sql_lanes import not_applicable_reason, spec_problem
 from tests.flink.conftest import flink_required
 from workloads.nexmark import AUCTION, BID, NexmarkConfig, generate_nexmark
+from workloads.results.summaries import summaries
 from workloads.run.config import OperatorConfig
+from workloads.run.engines.inprocess import run_in_process
 from workloads.run.metrics import METRIC_SCHEMA, MetricRows
 from workloads.run.plan import PlanError, RunConfig
 from workloads.run.sql_lane import report_rows
@@ -276,3 +278,66 @@ def test_the_lane_refuses_raw_key_value_specs_and_kinds_without_a_query() -> Non
     reason = not_applicable_reason("flink-sql", "full_snapshot", True)
     assert reason is not None and "compaction_filter on rocksdb" in reason
     assert not_applicable_reason("flink-sql-heap", "none", False) is None
+
+
+# ------------------------------------------------------------------------------------------
+# Through the runner, beside statebench's emulated operator (slow: one JVM per job)
+# ------------------------------------------------------------------------------------------
+
+#: The comparison's shape: 20 k Nexmark events at 5 k/s (4 s paced at speedup 1, within what
+#: the job keeps up with on a busy 2-core machine), small memtables so RocksDB flushes.
+AGREEMENT_OVERRIDES: dict[str, Any] = {
+    "events": 20_000, "rate": 5_000.0, "ttl_ms": None, "strategies": ["none"],
+    "state__time_characteristic": "ProcessingTime", "checkpoint_interval_ms": 500,
+    "rocksdb__write_buffer_size": 65_536, "rocksdb__target_file_size_base": 65_536,
+}
+KIND_OVERRIDES: dict[str, dict[str, Any]] = {
+    "dedup": {},
+    "regular_join": {"operator__category": CATEGORY},
+    "tumbling_window": {"operator__window_ms": WINDOW_MS},
+}
+TOLERANCE = 1.25
+
+
+def _peak(rows: list[dict[str, Any]], backend: str, metric: str) -> float:
+    values = [r["value"] for r in rows
+              if r["backend"] == backend and r["metric"] == metric and r["task"] == -1]
+    assert values, f"no {metric} rows of {backend}"
+    return max(values)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", list(KIND_OVERRIDES))
+def test_the_real_job_agrees_with_the_emulated_operator(kind: str, tmp_path: Path) -> None:
+    """Without a TTL (the state is then the operator's alone, not when background compactions
+    ran), on the same events in the same order: the query's outputs are the emulation's, row
+    for row counted; peak entries agree within 1.25x for dedup and the join (RocksDB's
+    estimate-num-keys of the real job against the emulation's live entries); the window's
+    estimate falls below its live entries - RocksDB subtracts each deletion twice from its
+    estimate, and a fired window deletes its state and its timer - and checkpoints are larger
+    on the real job (Flink's RowData serializers and key-group framing against statebench's
+    zstd-compressed Arrow snapshots; Flink's are uncompressed by default)."""
+    spec = load_spec("nexmark-q18-dedup").with_overrides(
+        **AGREEMENT_OVERRIDES, operator__kind=kind, **KIND_OVERRIDES[kind])
+    (tmp_path / "local").mkdir()
+    cfg = RunConfig(spec, backends=("rocksdb", "flink-sql"), parallelism=1,
+                    checkpoint_root=str(tmp_path / "ckpt"), local_dir=str(tmp_path / "local"),
+                    time_speedup=1.0, sample_interval_ms=100)
+    outcome = run_in_process(cfg)
+    rows = outcome.rows.to_pylist()
+    assert outcome.rows.schema == METRIC_SCHEMA
+    assert summaries(outcome.rows)  # the report's one summary path takes the lane's rows
+    outputs = _peak(rows, "flink-sql", "operator_outputs")
+    assert outputs == _peak(rows, "rocksdb", "operator_outputs") > 0
+    real = _peak(rows, "flink-sql", "estimated_entries")
+    emulated = _peak(rows, "rocksdb", "live_entries")
+    ckpt = _peak(rows, "flink-sql", "checkpoint_bytes") / _peak(rows, "rocksdb",
+                                                                "checkpoint_bytes")
+    print(f"{kind}: outputs {outputs:.0f}; peak entries real {real:.0f} / emulated "
+          f"{emulated:.0f} = {real / emulated:.2f}x; peak checkpoint bytes {ckpt:.2f}x; "
+          f"late records {_peak(rows, 'flink-sql', 'late_records_share'):.0%}")
+    if kind == "tumbling_window":
+        assert 0.3 * emulated < real < emulated
+    else:
+        assert 1 / TOLERANCE <= real / emulated <= TOLERANCE
+    assert 1.0 < ckpt < 12.0
