@@ -33,7 +33,7 @@ def small(name: str, events: int = 20_000, **overrides: object):
 
 @pytest.mark.parametrize("name", ["nexmark-q18-dedup", "nexmark-q20-join",
                                   "nexmark-q7-window", "nexmark-q4-agg", "nexmark-q5-sliding",
-                                  "nexmark-interval-join"])
+                                  "nexmark-interval-join", "nexmark-q19-topn"])
 def test_shipped_spec_runs_deterministically(name: str, tmp_path) -> None:
     spec = small(name, ttl_ms=300)
     runs = [

@@ -32,7 +32,7 @@ def run(kind: str, events: list[tuple[int, tuple]], ttl_ms: int | None = None,
         **params: Any) -> tuple[list, list]:
     """(trace, outputs) of ``kind`` over ``(key, row)`` events on a fresh backend."""
     spec = OperatorSpec(kind=kind, **params)
-    op = make_operator(spec, bound, retention=ttl_ms is not None)
+    op = make_operator(spec, bound, retention=ttl_ms is not None, ttl_ms=ttl_ms)
     options = {"path": str(tmp_path)} if backend_kind == "rocksdb" else {}
     backend = backends.create_backend(backend_kind, clock=backends.ManualClock(0), **options)
     trace: list = []
@@ -244,3 +244,37 @@ def test_interval_join_trace() -> None:
         (LC, "clear"),
     ]
     assert out == [("+I", 5, 7, 1200, 105, 9, 100)]
+
+
+# ------------------------------------------------------------------------------------------------
+# topn (AppendOnlyTopNFunction, without rank number)
+# ------------------------------------------------------------------------------------------------
+
+
+def test_topn_trace() -> None:
+    events = [(5, bid(1, 1, 5, 10)), (5, bid(2, 2, 5, 30)), (5, bid(3, 3, 5, 5)),
+              (5, bid(4, 4, 5, 20)), (5, bid(5, 6, 5, 20))]
+    trace, out = run("topn", events, top_n=2)
+    D = "data-state-with-append"
+    r1, r2, r4 = bid_row(5, 1, 10, 1), bid_row(5, 2, 30, 2), bid_row(5, 4, 20, 4)
+    assert trace == [
+        (D, "items"),                  # first bid of the key: the buffer loaded from state
+        (D, "put", 10, r1),            # 10 enters the empty top 2
+        (D, "put", 30, r2),            # 30 enters (cache hit: no read)
+        # 5 ranks after a full top 2: nothing at all
+        (D, "put", 20, r4), (D, "remove", 10),  # 20 enters, 10 drops out
+        # the second 20 ties the worst of a full top 2: nothing
+    ]
+    assert out == [("+I", 5, 1, 10, 1), ("+I", 5, 2, 30, 2), ("-D", 5, 1, 10, 1),
+                   ("+I", 5, 4, 20, 4)]
+
+
+def test_topn_forgets_expired_rows_on_reload() -> None:
+    events = [(5, bid(1, 1, 5, 10)), (5, bid(7, 2, 5, 30)), (5, bid(8, 4, 5, 20))]
+    trace, out = run("topn", events, ttl_ms=5, top_n=2)
+    # the buffer cached at 1 expires at 6: reloaded at 7 from state, where 10 expired too
+    assert [e for e in trace if e[1] == "items"] == [("data-state-with-append", "items")] * 2
+    assert out == [("+I", 5, 1, 10, 1), ("+I", 5, 2, 30, 7), ("+I", 5, 4, 20, 8)]
+    _, reference = run("topn", events, top_n=2)
+    assert reference == [("+I", 5, 1, 10, 1), ("+I", 5, 2, 30, 7), ("-D", 5, 1, 10, 1),
+                         ("+I", 5, 4, 20, 8)]

@@ -16,11 +16,13 @@ kind                Flink class it follows                       states (name: s
 ``interval_join``   ``RowTimeIntervalJoin`` (``TimeInterval       ``IntervalJoin{Left,Right}Cache``:
                     Join``)                                      map by row time;
                                                                  ``...TimerState``: value; timers
+``topn``            ``AppendOnlyTopNFunction`` (without rank     ``data-state-with-append``: map
+                    number; LRU buffer cache)                    by sort key
 ==================  ===========================================  ==================================
 
 Each module's docstring gives the per-event reads, writes, deletes, timers and outputs and what
-the emulation leaves out. ``session_window`` and ``topn`` are accepted by the spec but not
-emulated yet: a run of them is refused up front (:func:`check_supported`).
+the emulation leaves out. ``session_window`` is accepted by the spec but not emulated yet: a
+run of it is refused up front (:func:`check_supported`).
 
 Namespaces are emulated, not added to the backends: a window's state is a map entry keyed by
 the window (``MapState<window end, accumulator>``). Flink's (key, namespace) -> value rows and
@@ -51,6 +53,7 @@ from workloads.operators.group_agg import GroupAgg
 from workloads.operators.interval_join import IntervalJoin
 from workloads.operators.regular_join import RegularJoin
 from workloads.operators.sliding_window import SlidingWindow
+from workloads.operators.topn import TopN
 from workloads.operators.tumbling_window import TumblingWindow
 
 #: The emulated kinds (the rest of ``workloads.spec.OPERATOR_KINDS`` are refused).
@@ -61,6 +64,7 @@ OPERATOR_CLASSES: dict[str, type[EmulatedOperator]] = {
     "sliding_window": SlidingWindow,
     "group_agg": GroupAgg,
     "interval_join": IntervalJoin,
+    "topn": TopN,
 }
 
 
@@ -81,7 +85,11 @@ def check_supported(kind: str, backend: str | None = None) -> None:
             f"([operator] kind = '{kind}'); run it on heap or rocksdb")
 
 
-def make_operator(op: Any, out_of_orderness_ms: int, retention: bool) -> EmulatedOperator:
-    """An operator of ``op.kind`` (a ``workloads.spec.OperatorSpec``)."""
+def make_operator(op: Any, out_of_orderness_ms: int, retention: bool,
+                  ttl_ms: int | None = None) -> EmulatedOperator:
+    """An operator of ``op.kind`` (a ``workloads.spec.OperatorSpec``) for a job whose state
+    TTL is ``ttl_ms`` (None: the reference run without TTL)."""
     check_supported(op.kind)
-    return OPERATOR_CLASSES[op.kind](op, out_of_orderness_ms, retention)
+    operator = OPERATOR_CLASSES[op.kind](op, out_of_orderness_ms, retention)
+    operator.ttl_ms = ttl_ms
+    return operator

@@ -188,6 +188,9 @@ class EmulatedOperator:
         self.params = params
         self.bound = out_of_orderness_ms
         self.retention = retention
+        #: the state TTL in ms (None: none), for what an operator ties to it besides its states
+        #: (``topn``'s buffer cache); set by ``workloads.operators.make_operator``
+        self.ttl_ms: int | None = None
         self.outputs: list[Output] = []
         self.access = Access()
         self.key: Any = None

@@ -43,7 +43,7 @@ class OperatorTask(KeyedOperator):
     def __init__(self, cfg: OperatorConfig, task: int, attempt: int = 0,
                  attempt_id: int | None = None) -> None:
         self.op = make_operator(cfg.operator, cfg.out_of_orderness_ms,
-                                retention=cfg.ttl_ms is not None)
+                                retention=cfg.ttl_ms is not None, ttl_ms=cfg.ttl_ms)
         self._inputs: list[tuple[list, list, list]] = []
         super().__init__(cfg, task, attempt, attempt_id)
 
@@ -56,7 +56,7 @@ class OperatorTask(KeyedOperator):
             self.op.bind(backend, self._descs)
         else:  # a restored backend: register every state so it finds its data
             other = make_operator(self.cfg.operator, self.cfg.out_of_orderness_ms,
-                                  retention=self.op.retention)
+                                  retention=self.op.retention, ttl_ms=self.cfg.ttl_ms)
             other.bind(backend, other.descriptors(ttl_config_of(self.cfg)))
         return None
 
