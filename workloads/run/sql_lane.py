@@ -22,8 +22,10 @@ checkpoint interval is the spec's, in clock ms (``interval / speedup`` wall ms; 
 
 Rows (task = -1, the job; ``workloads.run.metrics`` names where they mean the same):
 
-* summary (``step`` = repetition): ``records``, ``records_per_s`` (records released over wall
-  time, first to last: the schedule's rate while the job keeps up, not a busy-time capacity),
+* summary (``step`` = repetition): ``records`` (every Nexmark event the job's source read -
+  persons, auctions and bids, which the planner's filters then select from; the emulation
+  counts only its operator's input), ``records_per_s`` (records released over wall time, first
+  to last: the schedule's rate while the job keeps up, not a busy-time capacity),
   ``latency_p50_us``, ``latency_p99_us``, ``latency_p999_us``, ``latency_max_us`` (per output
   row: how far the paced clock is past the event time it stands for, real us),
   ``schedule_lag_max_ms``, ``late_records_share``, ``operator_outputs`` (the changelog rows the
@@ -34,7 +36,8 @@ Rows (task = -1, the job; ``workloads.run.metrics`` names where they mean the sa
   them - not ``live_entries``, which counts unexpired units exactly), ``rocksdb_sst_bytes``
   (total SST size), ``rocksdb_memtable_bytes``, and ``physical_bytes`` (their sum, as
   statebench's RocksDB reports it); the HashMap backend exposes no state-size metric;
-* per completed checkpoint triggered while the records ran (``step`` = checkpoint id,
+* per completed checkpoint triggered while the records ran (from the first record's release to
+  the run's end; ``step`` = checkpoint id,
   ``logical_time_ms`` = trigger time on the paced clock): ``checkpoint_bytes`` (Flink's full
   state size: every entry in Flink's row serializers), ``checkpoint_uploaded_bytes`` (what
   this checkpoint wrote), ``checkpoint_sync_ms``, ``checkpoint_async_ms``,
@@ -137,8 +140,9 @@ def report_rows(op_cfg: OperatorConfig, report: dict[str, Any], end_ms: int) -> 
                 "bytes")
     for c in report["checkpoints"]:
         t = int(c["clock_ms"])
-        if c["status"] != "COMPLETED" or t >= end_ms:
-            continue  # failed, or after the records ran (finished tasks checkpoint nothing)
+        if c["status"] != "COMPLETED" or not op_cfg.start_ms <= t < end_ms:
+            continue  # failed, before the first record, or after the last (finished tasks
+            # checkpoint nothing)
         step = int(c["id"])
         add(step, t, "checkpoint_bytes", c["state_bytes"], "bytes")
         add(step, t, "checkpoint_uploaded_bytes", c["checkpointed_bytes"], "bytes")
