@@ -152,6 +152,9 @@ class SyntheticRun:
     no_ttl: bool = False
     #: backend -> how much faster its no-TTL run is than its TTL one (default NO_TTL_SPEEDUP).
     no_ttl_speedup: dict[str, float] = field(default_factory=dict)
+    #: Workloads whose spec says EventTime (a logical clock: counted numbers are exact); the
+    #: others' specs name no clock, which is ProcessingTime.
+    event_time: tuple[str, ...] = ()
 
 
 def backends(cfg: SyntheticRun) -> tuple[str, ...]:
@@ -483,6 +486,7 @@ def write_run_dir(run_dir: Path, cfg: SyntheticRun) -> Path:
             "duration_ms": cfg.duration_ms,
             "seed": cfg.seed + i,
             "rocksdb": {k: v for k, v in rocksdb.items() if k != "statistics"},
+            **({"state": {"time_characteristic": "EventTime"}} if w in cfg.event_time else {}),
         }
         for i, (w, (live, _, _)) in enumerate(WORKLOADS.items())
     ]

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from workloads.report.fmt import DASH, compare_phrase, connector, fmt_value, si
-from workloads.report.load import Run, ScenarioKey, backend_label
+from workloads.report.load import Run, ScenarioKey, backend_label, is_reference
 from workloads.report.metrics import STORED_ENTRIES, TIMING_DEPENDENT
 from workloads.report.runinfo import TTL_DB, is_paced, paced_note, rocksdb_options, sweep
-from workloads.report.stats import Stat, compaction_marks, pareto_points, stat
+from workloads.report.stats import Stat, compaction_marks, pareto_front, pareto_points, stat
 from workloads.report.tables import metric_class
 
 BASELINE = "none"
@@ -200,7 +200,7 @@ def _correctness(run: Run, backend: str, keys: list[ScenarioKey]) -> list[Senten
         return []
     bad = [k for k in keys if k in returned and returned[k].hi > 0]
     if not bad:
-        return [Sentence().t(f"On {backend}, no strategy returned an expired value.")]
+        return []  # the clean case is one line per workload: checks()
     return [
         Sentence(severity="warn")
         .b(k.strategy)
@@ -211,17 +211,24 @@ def _correctness(run: Run, backend: str, keys: list[ScenarioKey]) -> list[Senten
 
 
 def _pareto(run: Run, workload: str) -> list[Sentence]:
+    """The Pareto-optimal configurations for throughput vs peak bytes, per engine: statebench's
+    Python lanes and Flink's JVM lanes each against their own (never one front over both)."""
     metric, points = pareto_points(run, workload)
     if not points:
         return []
-    fastest = max(points, key=lambda p: p.throughput.center)
-    s = Sentence().t("Fastest overall: ").b(f"{fastest.key.backend}/{fastest.key.strategy}")
-    s.t(f" ({_rate(fastest.throughput.center)}). ")
-    s.t(f"Pareto-optimal for throughput vs peak {str(metric).replace('_', ' ')}: ")
-    optimal = [p for p in points if p.optimal]
-    for i, p in enumerate(optimal):
-        s.t(", " if i else "").b(f"{p.key.backend}/{p.key.strategy}")
-    return [s.t(".")]
+    out = []
+    engines = (("statebench's lanes", False), ("Flink's lanes (context)", True))
+    for name, reference in engines:
+        mine = [p for p in points if is_reference(p.key.backend) == reference]
+        if not mine:
+            continue
+        front = pareto_front([(p.peak_bytes, p.throughput.center) for p in mine])
+        s = Sentence().t(f"Pareto-optimal for throughput vs peak "
+                         f"{str(metric).replace('_', ' ')} on {name}: ")
+        for i, p in enumerate(q for q, optimal in zip(mine, front) if optimal):
+            s.t(", " if i else "").b(f"{p.key.backend}/{p.key.strategy}")
+        out.append(s.t("."))
+    return out
 
 
 def _base(strategy: str) -> str:
@@ -355,9 +362,8 @@ def _schedule(run: Run, backend: str, keys: list[ScenarioKey]) -> list[Sentence]
             parts.append(f"{fmt_value(late[key].center, 'share')} of records late")
         return ", ".join(parts)
 
-    if late and all(s.hi == 0 for s in late.values()):
-        return [Sentence().t(f"On {backend}, every strategy kept up with its paced source "
-                             "(no record processed late).")]
+    if _kept_up(late):
+        return []  # one line per workload: checks()
     worst = max(p99, key=lambda k: p99[k].center)
     best = min(p99, key=lambda k: p99[k].center)
     s = Sentence().t(f"On {backend}, ").b(worst.strategy)
@@ -365,6 +371,38 @@ def _schedule(run: Run, backend: str, keys: list[ScenarioKey]) -> list[Sentence]
     if best != worst:
         s.t("; ").b(best.strategy).t(f" kept closest to it ({detail(best)})")
     return [s.t(".")]
+
+
+def _kept_up(late: dict[ScenarioKey, Stat]) -> bool:
+    return bool(late) and all(s.hi == 0 for s in late.values())
+
+
+def _backend_keys(run: Run, workload: str, backend: str) -> list[ScenarioKey]:
+    return [k for k in run.scenarios(workload)
+            if k.backend == backend and k not in run.not_applicable]
+
+
+def checks(run: Run, workload: str) -> Sentence | None:
+    """The checks that passed, in one line per workload instead of one sentence per backend
+    ("no strategy returned an expired value" four times): correctness, and keeping up with a
+    paced source. A check that failed stays a warning of its own in :func:`findings`."""
+    clean, kept_up = [], []
+    for backend in run.backends:
+        keys = _backend_keys(run, workload, backend)
+        returned = _stats(run, keys, "expired_returned")
+        if returned and all(s.hi == 0 for s in returned.values()):
+            clean.append(backend_label(backend))
+        if _kept_up(_stats(run, keys, "late_records_share")):
+            kept_up.append(backend_label(backend))
+    parts = []
+    if clean:
+        parts.append(f"no strategy returned an expired value ({', '.join(clean)})")
+    if kept_up:
+        parts.append(f"every strategy kept up with its paced source, no record processed late "
+                     f"({', '.join(kept_up)})")
+    if not parts:
+        return None
+    return Sentence().t("Checks passed: " + "; ".join(parts) + ".")
 
 
 def _clock(run: Run, workload: str) -> list[Sentence]:
@@ -438,17 +476,14 @@ def _sweep(run: Run, workload: str) -> list[Sentence]:
 
 def findings(run: Run) -> dict[str, list[Sentence]]:
     """Findings per workload, ordered: which numbers are wall-clock driven; per backend
-    throughput, state, checkpoints, the compaction filter, schedule lag, correctness; then the
-    like-for-like note, the knob sweep and the overall trade-off."""
+    throughput, state, checkpoints, the compaction filter, schedule lag, correctness (failures:
+    the passed checks are one line, :func:`checks`); then the like-for-like note, the knob sweep
+    and the trade-off per engine."""
     result: dict[str, list[Sentence]] = {}
     for workload in run.workloads:
         out: list[Sentence] = _clock(run, workload)
         for backend in run.backends:
-            keys = [
-                k
-                for k in run.scenarios(workload)
-                if k.backend == backend and k not in run.not_applicable
-            ]
+            keys = _backend_keys(run, workload, backend)
             if not keys:
                 continue
             for part in (_throughput, _state, _checkpoints, _sync_share, _compaction_filter,

@@ -12,8 +12,8 @@ from pathlib import Path
 from workloads.report.diff import diff_page
 from workloads.report.fidelity import fidelity_html
 from workloads.report.figures import Chart, charts
-from workloads.report.findings import findings
 from workloads.report.fmt import MISSING, TIMES, fmt_value
+from workloads.report.front import front_html
 from workloads.report.load import Run, load_run
 from workloads.report.tables import (
     environment_table,
@@ -56,24 +56,13 @@ def _header(run: Run) -> str:
     )
 
 
-def _findings_html(run: Run) -> str:
-    parts = []
-    for workload, sentences in findings(run).items():
-        items = (
-            "".join(f'<li class="{s.severity}">{s.html}</li>' for s in sentences)
-            or f"<li>{MISSING} (no comparable numbers)</li>"
-        )
-        parts.append(f'<h3>{escape(workload)}</h3><ul class="findings">{items}</ul>')
-    return "\n".join(parts) or "<p>The run has no rows to summarise.</p>"
-
-
 def _charts_html(items: list[Chart]) -> str:
     return "\n".join(chart_html(c) for c in items) or f"<p>{MISSING} (no data for this view)</p>"
 
 
 def report_html(run: Run) -> str:
     """The full report page for ``run`` as a string."""
-    sections = [("findings", "Findings", _findings_html(run))]
+    sections = [("findings", "What to pick", front_html(run))]
     for name, items in charts(run).items():
         sections.append((name, SECTION_TITLES[name], _charts_html(items)))
     fidelity = fidelity_html(run)  # only when the run has Flink reference lanes

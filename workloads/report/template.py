@@ -44,6 +44,16 @@ ul.findings li.warn { background: var(--warn-bg); color: var(--warn); list-style
                       padding: .1rem .3rem; }
 ul.findings li.clock { background: var(--clock-bg); color: var(--clock); list-style: "⏱ ";
                        padding: .1rem .3rem; }
+table.decision td { min-width: 11rem; max-width: 24rem; white-space: normal; }
+table.decision td[data-separated="no"] .pick { color: var(--muted); }
+table.decision td[data-separated="yes"] .pick { font-weight: 600; }
+table.decision .why { display: block; color: var(--muted); font-size: .72rem; }
+table.decision tr.engine th { background: var(--bg-alt); font-weight: 600; }
+table.decision tr.engine[data-engine="flink"] th { background: var(--clock-bg);
+    color: var(--clock); }
+p.evidence { color: var(--muted); font-size: .8rem; margin: .3rem 0 .6rem; }
+details.findings { margin: .2rem 0 1.2rem; }
+details.findings summary { cursor: pointer; color: var(--accent); font-size: .9rem; }
 .badge { display: inline-block; background: var(--clock); color: #fff; border-radius: 3px;
          padding: 0 .4rem; font-size: .75rem; font-weight: 600; letter-spacing: .02em;
          vertical-align: .1em; }

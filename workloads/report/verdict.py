@@ -328,3 +328,15 @@ def judge(a: Side, b: Side, key: ScenarioKey, metric: str, *, alpha: float = ALP
           caveat: str = "") -> Verdict:
     """The verdict for one metric of one scenario, tested on its own (a family of one)."""
     return judge_all(a, b, [(key, metric)], alpha=alpha, caveat=caveat)[(key, metric)]
+
+
+def compare_scenarios(items: Sequence[tuple[str, np.ndarray, np.ndarray, MetricClass]], *,
+                      alpha: float = ALPHA) -> list[Verdict]:
+    """Verdicts of each item's samples ``b`` against its samples ``a``: two scenarios of one run
+    (their repetitions, unpaired), tested as one family (:func:`adjusted`). The report's
+    decision table asks this of a leading strategy and each other one; the rule is the diff's.
+    """
+    evidence = [_Evidence.of(metric, a, b, "", False, klass) for metric, a, b, klass in items]
+    tested = [i for i, e in enumerate(evidence) if e.p is not None]
+    q = dict(zip(tested, adjusted([evidence[i].p for i in tested])))  # type: ignore[misc]
+    return [_decide(e, alpha, q.get(i), len(tested)) for i, e in enumerate(evidence)]

@@ -1,0 +1,193 @@
+"""The report's first screen: a decision table per workload and backend that names a strategy
+only where the evidence separates it, per-engine rankings, and the detail one click down.
+
+The runs are synthetic (tests/report/conftest.py): ycsb-a on a logical clock (counted numbers
+exact) with 6 repetitions (enough for the rank test), and the default run (3 repetitions, no
+clock in its specs: ProcessingTime), where most cells cannot separate and must say so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable
+from html import unescape
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from workloads.report.decision import (
+    BackendDecision,
+    cell_text,
+    decisions,
+    fastest_per_engine,
+    separations,
+)
+from workloads.report.load import ScenarioKey, load_run
+from workloads.report.metrics import STORED_ENTRIES
+from workloads.report.render import report_html
+
+W = "ycsb-a"
+
+
+def _rows(run_dir: Path) -> list[dict]:
+    return pq.read_table(run_dir / "rows.parquet").to_pylist()
+
+
+def _peak_stored(rows: list[dict], b: str, s: str) -> float:
+    """Peak over logical time of live + expired entries, summed over tasks, from parquet."""
+    per_step: dict[int, float] = defaultdict(float)
+    for r in rows:
+        if (r["workload"], r["backend"], r["strategy"]) == (W, b, s) and r["metric"] in (
+                "live_entries", "expired_present_entries"):
+            per_step[r["step"]] += r["value"]
+    return max(per_step.values())
+
+
+def _throughput(rows: list[dict], b: str, s: str) -> list[float]:
+    return [r["value"] for r in rows if (r["workload"], r["backend"], r["strategy"], r["metric"],
+                                         r["task"]) == (W, b, s, "records_per_s", -1)]
+
+
+@pytest.fixture
+def logical_run(make_run: Callable[..., Path]) -> Path:
+    return make_run("logical", event_time=(W,), reps=6, flink=True)
+
+
+def _row(run_dir: Path, backend: str) -> BackendDecision:
+    rows = decisions(load_run(run_dir), W)
+    return next(r for engine in rows.values() for r in engine if r.backend == backend)
+
+
+def test_the_state_cell_names_the_smallest_exact_peak(logical_run: Path) -> None:
+    rows = _rows(logical_run)
+    heap = _row(logical_run, "heap")
+    strategies = {r["strategy"] for r in rows if (r["workload"], r["backend"]) == (W, "heap")}
+    peaks = {s: _peak_stored(rows, "heap", s) for s in strategies}
+    smallest = min(peaks, key=peaks.__getitem__)
+    assert sorted(peaks.values())[0] < sorted(peaks.values())[1]  # the fixture separates it
+    headline, separated, why = cell_text(heap.picks["state"])
+    assert separated and why == "exact"
+    assert headline.startswith(f"{smallest} (")
+    assert heap.picks["state"].metric == STORED_ENTRIES
+
+
+def test_the_recommendation_says_what_it_costs_against_none(logical_run: Path) -> None:
+    rows = _rows(logical_run)
+    heap = _row(logical_run, "heap")
+    rec = heap.recommended
+    assert rec is not None and rec == heap.picks["state"].best  # the sole state leader
+    ratio = _peak_stored(rows, "heap", "none") / _peak_stored(rows, "heap", rec.strategy)
+    text = heap.tradeoff.text
+    assert text.startswith(f"{rec.strategy} keeps {ratio:.3g}\u00d7 fewer stored entries than "
+                           "none")
+    tp = np.median(_throughput(rows, "heap", rec.strategy)) / np.median(
+        _throughput(rows, "heap", "none"))
+    assert f"{(1 - tp) * 100:.0f}% lower throughput" in text
+    assert text.endswith(".") and ". " not in text  # one sentence
+
+
+def test_a_fastest_cell_that_the_rank_test_cannot_separate_says_so(
+        make_run: Callable[..., Path]) -> None:
+    run_dir = make_run("three", event_time=(W,), reps=3)
+    heap = _row(run_dir, "heap")
+    headline, separated, why = cell_text(heap.picks["fastest"])
+    assert not separated
+    assert headline.startswith("not separated: ")
+    assert "n=3 vs 3: the exact test cannot reach p<0.05" in why
+    html = unescape(report_html(load_run(run_dir)))
+    cell = re.search(r'<tr data-backend="heap">.*?<td data-cell="fastest" '
+                     r'data-separated="(\w+)"><span class="pick">(.*?)</span>', html)
+    assert cell is not None and cell.group(1) == "no"
+    assert cell.group(2) == headline
+
+
+def test_a_clear_throughput_winner_is_separated_by_the_rank_test(
+        make_run: Callable[..., Path]) -> None:
+    run_dir = make_run("fast", event_time=(W,), reps=6,
+                       throughput_factor={"compaction_filter": 1.6})
+    rows = _rows(run_dir)
+    for backend in ("heap", "rocksdb"):
+        row = _row(run_dir, backend)
+        headline, separated, why = cell_text(row.picks["fastest"])
+        assert separated, why
+        assert headline.startswith("compaction_filter (")
+        assert why.startswith("better, p=")
+        assert min(_throughput(rows, backend, "compaction_filter")) > max(
+            _throughput(rows, backend, "none"))
+
+
+def test_timing_dependent_single_numbers_are_not_separated_from_one_run(
+        make_run: Callable[..., Path]) -> None:
+    run_dir = make_run("paced", reps=6)  # no clock in the spec: ProcessingTime
+    heap = _row(run_dir, "heap")
+    headline, separated, why = cell_text(heap.picks["state"])
+    assert not separated and headline.startswith("not separated: ")
+    assert "ProcessingTime clock" in why and "one number per run" in why
+    assert heap.recommended is None
+    assert heap.tradeoff.text.startswith("No recommendation: the evidence does not separate")
+
+
+def test_equal_exact_numbers_are_a_tie(logical_run: Path) -> None:
+    run = load_run(logical_run)
+    rows = _rows(logical_run)
+    none, full = ScenarioKey(W, "heap", "none"), ScenarioKey(W, "heap", "full_snapshot")
+    found = separations(run, [(none, full, STORED_ENTRIES)])[0]
+    equal = _peak_stored(rows, "heap", "none") == _peak_stored(rows, "heap", "full_snapshot")
+    assert found.separated is not equal
+    assert found.why == ("exact: equal" if equal else "exact")
+
+
+def test_a_strategy_that_returned_expired_values_is_never_recommended(logical_run: Path) -> None:
+    heap = _row(logical_run, "heap")
+    leader = heap.picks["state"].best
+    table = pq.read_table(logical_run / "rows.parquet")
+    rows = table.to_pylist()
+    for r in rows:
+        if (r["metric"], r["workload"], r["backend"], r["strategy"]) == (
+                "expired_returned", W, "heap", leader.strategy):
+            r["value"] = 3.0
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), logical_run / "rows.parquet")
+    heap = _row(logical_run, "heap")
+    assert heap.recommended != leader
+    assert heap.tradeoff.severity == "warn"
+
+
+def test_engines_are_ranked_each_against_their_own(logical_run: Path) -> None:
+    run = load_run(logical_run)
+    text = fastest_per_engine(run, W).text  # type: ignore[union-attr]
+    statebench, _, flink = text.partition("for context, on Flink's: ")
+    assert statebench.startswith("Fastest on statebench's lanes: ")
+    assert "flink-" not in statebench
+    assert flink and not re.search(r"\b(heap|rocksdb)/", flink.replace("flink-", "X"))
+    rows = _rows(logical_run)
+    medians = {(b, s): np.median(_throughput(rows, b, s)) for b in ("heap", "rocksdb")
+               for s in ("none", "full_snapshot", "timer", "compaction_filter")}
+    fastest = max(medians, key=medians.__getitem__)
+    assert statebench.startswith(f"Fastest on statebench's lanes: {fastest[0]}/{fastest[1]} (")
+    html = report_html(run)
+    assert "Fastest overall" not in html
+    table = html[html.index('<table class="decision"'):]
+    assert table.index('data-engine="statebench"') < table.index('data-engine="flink"')
+
+
+def test_repeated_sentences_collapse_and_the_detail_is_one_click_down(
+        logical_run: Path) -> None:
+    run = load_run(logical_run)
+    html = report_html(run)
+    section = html[html.index('<section id="findings">'):html.index("</section>")]
+    assert section.count("no strategy returned an expired value") == len(run.workloads)
+    assert "On heap, no strategy returned" not in section
+    assert section.count('<table class="decision"') == len(run.workloads)
+    # every workload's per-backend sentences are inside a closed <details>, after its table
+    for workload in run.workloads:
+        part = section[section.index(f'<div class="workload" data-workload="{workload}">'):]
+        part = part[:part.index("</div>", part.index("</details>"))]
+        assert part.index('<table class="decision"') < part.index("<details")
+        assert "<details open" not in part
+        details = part[part.index("<details"):]
+        assert "has the highest throughput" in details
+        assert "has the highest throughput" not in part[:part.index("<details")]

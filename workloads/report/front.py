@@ -1,0 +1,97 @@
+"""The report's first section: per workload, the decision table first, the detail one click down.
+
+Each workload shows, in this order: which of its numbers follow the wall clock (a paced
+workload's note), the decision table (``decision.py``: per backend, grouped by engine), the
+fastest configuration per engine (like with like), the warnings, one line of the checks that
+passed, and then, inside a closed ``<details>``, every finding sentence (``findings.py``).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from workloads.report.decision import (
+    COLUMNS,
+    ENGINES,
+    Pick,
+    cell_text,
+    decisions,
+    fastest_per_engine,
+)
+from workloads.report.figures import slug
+from workloads.report.findings import Sentence, checks, findings
+from workloads.report.fmt import MISSING
+from workloads.report.load import Run, backend_label
+
+#: What the table's cells rest on, under every table.
+EVIDENCE_NOTE = (
+    "A cell names a strategy only where the evidence separates it from every other strategy on "
+    "that backend: exact numbers (counted under the logical clock) when they differ; timed "
+    "numbers by a rank test over repetitions (as statebench diff does); timing-dependent numbers "
+    "held once per run only where identical runs are known to move them less. Otherwise it "
+    "says which strategies it cannot tell apart and why."
+)
+
+
+def _cell(column: str, found: Pick | None) -> str:
+    headline, separated, why = cell_text(found)
+    state = "yes" if separated else "no"
+    evidence = f'<span class="why">{escape(why)}</span>' if why else ""
+    return (f'<td data-cell="{column}" data-separated="{state}">'
+            f'<span class="pick">{escape(headline)}</span>{evidence}</td>')
+
+
+def decision_table(run: Run, workload: str) -> str:
+    """The table: one row per backend, engines as row groups; "" when nothing ran."""
+    rows = decisions(run, workload)
+    if not rows:
+        return ""
+    head = "".join(f"<th>{escape(title)}</th>" for _, title, _ in COLUMNS)
+    body = []
+    for engine, heading, _ in ENGINES:
+        if engine not in rows:
+            continue
+        body.append(f'<tr class="engine" data-engine="{engine}">'
+                    f'<th colspan="{len(COLUMNS) + 2}">{escape(heading)}</th></tr>')
+        for row in rows[engine]:
+            cells = "".join(_cell(column, row.picks[column]) for column, _, _ in COLUMNS)
+            body.append(
+                f'<tr data-backend="{escape(row.backend)}"><th>{escape(backend_label(row.backend))}'
+                f"</th>{cells}<td data-cell=\"recommended\">{row.tradeoff.html}</td></tr>")
+    return (f'<div class="scroll"><table class="decision" data-workload="{escape(workload)}">'
+            f"<thead><tr><th>backend</th>{head}<th>Recommended, and what it costs</th></tr>"
+            f'</thead><tbody>{"".join(body)}</tbody></table></div>')
+
+
+def _items(sentences: list[Sentence]) -> str:
+    return "".join(f'<li class="{s.severity}">{s.html}</li>' for s in sentences)
+
+
+def workload_front(run: Run, workload: str, sentences: list[Sentence]) -> str:
+    """One workload's first screen: clock note, table, per-engine line, warnings, checks; the
+    rest of its findings in a closed <details>."""
+    clock = [s for s in sentences if s.severity == "clock"]
+    warns = [s for s in sentences if s.severity == "warn"]
+    rest = [s for s in sentences if s.severity == "info"]
+    parts = [f'<h3 id="decide-{slug(workload)}">{escape(workload)}</h3>']
+    if clock:
+        parts.append(f'<ul class="findings">{_items(clock)}</ul>')
+    parts.append(decision_table(run, workload) or f"<p>{MISSING} (no comparable numbers)</p>")
+    lines = [s for s in (fastest_per_engine(run, workload), checks(run, workload)) if s]
+    lines += warns
+    if lines:
+        parts.append(f'<ul class="findings front">{_items(lines)}</ul>')
+    if rest:
+        parts.append(f'<details class="findings"><summary>All {len(rest)} findings for '
+                     f'{escape(workload)}</summary><ul class="findings">{_items(rest)}</ul>'
+                     "</details>")
+    return f'<div class="workload" data-workload="{escape(workload)}">{"".join(parts)}</div>'
+
+
+def front_html(run: Run) -> str:
+    """The first section of the report, every workload in turn."""
+    by_workload = findings(run)
+    parts = [workload_front(run, w, by_workload.get(w, [])) for w in run.workloads]
+    if not parts:
+        return "<p>The run has no rows to summarise.</p>"
+    return f'<p class="evidence">{escape(EVIDENCE_NOTE)}</p>' + "\n".join(parts)
