@@ -55,7 +55,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from backends.flink.register import rocksdb_configuration
-from backends.flink.sql_job import SqlJobConfig, run_sql_jobs, write_events_csv
+from backends.flink.sql_job import (
+    DEFAULT_TIMEOUT_S,
+    SqlJobConfig,
+    run_sql_jobs,
+    write_events_csv,
+)
 from backends.flink.sql_lanes import SQL_LANES, query_time_after_num_entries, spec_problem
 from workloads.nexmark import generate_nexmark
 from workloads.operators.input import nexmark_config
@@ -168,7 +173,10 @@ def run_sql_scenario(cfg: RunConfig, op_cfg: OperatorConfig, facts: DataFacts) -
         checkpoints = root / "flink-sql" / "".join(c if c.isalnum() or c in "-_" else "_"
                                                    for c in label)
         job = sql_job_config(cfg, op_cfg, events, count, checkpoints)
-        (report,) = run_sql_jobs([job])
+        # the job takes at least its paced span of wall time: give it that twice over, beyond
+        # the fixed allowance for the JVM, the planner and a slow machine
+        paced_s = max(0, facts.end_ms - facts.start_ms) / cfg.speedup / 1000.0
+        (report,) = run_sql_jobs([job], timeout_s=DEFAULT_TIMEOUT_S + 2 * paced_s)
     rows = MetricRows(op_cfg.scenario)
     rows.extend(report_rows(op_cfg, report, facts.end_ms))
     return pa.Table.from_batches([rows.to_batch()])
