@@ -278,3 +278,49 @@ def test_topn_forgets_expired_rows_on_reload() -> None:
     _, reference = run("topn", events, top_n=2)
     assert reference == [("+I", 5, 1, 10, 1), ("+I", 5, 2, 30, 7), ("-D", 5, 1, 10, 1),
                          ("+I", 5, 4, 20, 8)]
+
+
+# ------------------------------------------------------------------------------------------------
+# session_window (WindowOperator + EventTimeSessionWindows, merging)
+# ------------------------------------------------------------------------------------------------
+
+
+def test_session_window_trace() -> None:
+    events = [(7, bid(0, 7, 5, 1)), (7, bid(5, 7, 5, 1)), (7, bid(30, 7, 5, 1))]
+    trace, out = run("session_window", events, gap_ms=10, agg="count")
+    C, S, TM = "window-contents", "merging-window-set", "event-timers"
+    W0, W30 = TIMER.pack(0, 10), TIMER.pack(30, 40)  # a state window: (start, end)
+    assert trace == [
+        # ts 0: a new session [0, 10), its own state window; timer at 9; the set persisted
+        (S, "value"), (C, "get", W0), (C, "put", W0, 1), (TM, "put", TIMER.pack(9, 0), True),
+        ("timer", "exists", 9, 0), (S, "update", struct.pack(">qqqq", 0, 10, 0, 10)),
+        # ts 5: [5, 15) merges into [0, 15): onMerge registers 14, the old timer 9 is deleted,
+        # the state window stays [0, 10)
+        (S, "value"), (TM, "put", TIMER.pack(14, 0), True), (TM, "remove", TIMER.pack(9, 0)),
+        (C, "get", W0), (C, "put", W0, 2), ("timer", "exists", 14, 0),
+        ("timer", "exists", 14, 0), (S, "update", struct.pack(">qqqq", 0, 15, 0, 10)),
+        # ts 30: watermark 29 fires the session [0, 15): emit, clear, retire (the set empties)
+        (TM, "remove", TIMER.pack(14, 0)), ("timer", "fire", 14, 0), (S, "value"),
+        (C, "get", W0), (C, "remove", W0), (S, "clear"),
+        (S, "value"), (C, "get", W30), (C, "put", W30, 1), (TM, "put", TIMER.pack(39, 30), True),
+        ("timer", "exists", 39, 30), (S, "update", struct.pack(">qqqq", 30, 40, 30, 40)),
+        # end of input
+        (TM, "remove", TIMER.pack(39, 30)), ("timer", "fire", 39, 30), (S, "value"),
+        (C, "get", W30), (C, "remove", W30), (S, "clear"),
+    ]
+    assert out == [("+I", 7, 0, 15, 2), ("+I", 7, 30, 40, 1)]
+
+
+def test_session_merge_groups_follow_time_window_merge() -> None:
+    from workloads.operators.session_window import merge_groups as groups
+
+    assert groups([(0, 10), (20, 30), (10, 12)]) == [[(0, 10), (10, 12)]]  # bounds inclusive
+    assert groups([(0, 10), (20, 30), (5, 25)]) == [[(0, 10), (5, 25), (20, 30)]]
+    assert groups([(0, 10), (11, 20)]) == []
+    assert groups([(0, 10), (0, 10)]) == []  # the same window again: no merge
+
+
+def test_session_same_timestamp_twice() -> None:
+    events = [(7, bid(0, 7, 5, 1)), (7, bid(0, 7, 5, 1))]
+    _, out = run("session_window", events, gap_ms=10, agg="count")
+    assert out == [("+I", 7, 0, 10, 2)]

@@ -15,3 +15,12 @@ def accumulator(agg: str) -> Callable[[int | None, int], int]:
     if agg == "count":
         return lambda acc, v: 1 if acc is None else acc + 1
     raise ValueError(f"unknown aggregate {agg!r}; expected max, sum or count")
+
+
+def merger(agg: str) -> Callable[[int, int], int]:
+    """``merge(a, b)``: two accumulators of merged windows as one (``AggregateFunction.merge``)."""
+    if agg == "max":
+        return max
+    if agg in ("sum", "count"):
+        return lambda a, b: a + b
+    raise ValueError(f"unknown aggregate {agg!r}; expected max, sum or count")
