@@ -215,6 +215,10 @@ def generate_partition(
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     if spec.source.kind == "trace":
         return _trace_batches(spec, partition, num_partitions, batch_size)
+    if spec.operator is not None:
+        raise ValueError(
+            f"spec {spec.name} has an [operator] table: its input is Nexmark events "
+            "(workloads.operators.input.operator_partition), not key-value events")
     return _PartitionStream(spec, partition, num_partitions).batches(batch_size)
 
 
