@@ -39,11 +39,13 @@ clock. A job that cannot keep up releases records late (``late_records``,
 What a job reports (``run_sql_jobs``): ``records`` and ``records_per_s`` (records released over
 the wall time from the first to the last release: under pacing, the schedule's rate while the
 job keeps up), ``job_s``, the output changelog by kind (``outputs``: ``+I``, ``-U``, ``+U``,
-``-D``), ``latency_us`` percentiles (per output row: how far the paced clock is past the event
-time the row stands for - its bid's, or its window's end - in real microseconds, measured in
-the sink function), Flink's checkpoint statistics per checkpoint (``checkpoints``:
-``state_bytes`` = the checkpoint's full size, ``checkpointed_bytes``, end-to-end, sync, async
-and alignment ms, at their paced-clock time) and state samples.
+``-D``; with ``collect_outputs`` also ``output_hashes``: a 64-bit FNV-1a hash of each output
+row's kind and values, to compare two runs' outputs as multisets), ``latency_us`` percentiles
+(per output row: how far the paced clock is past the event time the row stands for - its
+bid's, or its window's end - in real microseconds, measured in the sink function), Flink's
+checkpoint statistics per checkpoint (``checkpoints``: ``state_bytes`` = the checkpoint's full
+size, ``checkpointed_bytes``, end-to-end, sync, async and alignment ms, at their paced-clock
+time) and state samples.
 
 **The state-size measure.** On RocksDB: Flink's native RocksDB metrics
 (``state.backend.rocksdb.metrics.*``), summed over every column family (each state, timers
@@ -245,6 +247,8 @@ class SqlJobConfig:
     agg: str = "max"
     sample_interval_ms: int = 1000
     query_time_after_num_entries: int = 1000
+    #: report a 64-bit hash of every output row (kind and values): ``output_hashes``
+    collect_outputs: bool = False
     conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -35,7 +35,7 @@ from workloads.run.config import OperatorConfig
 from workloads.run.engines.inprocess import run_in_process
 from workloads.run.metrics import METRIC_SCHEMA, MetricRows
 from workloads.run.plan import PlanError, RunConfig
-from workloads.run.sql_lane import report_rows
+from workloads.run.sql_lane import changed_outputs, report_rows
 from workloads.spec import load_spec
 
 EVENTS = 20_000
@@ -66,9 +66,9 @@ def events(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pa.Table]:
 
 #: The module's jobs: name -> (kind, backend, ttl_ms, extra fields).
 JOBS: dict[str, tuple[str, str, int, dict[str, Any]]] = {
-    "dedup": ("dedup", "rocksdb", 0, {}),
-    "dedup_heap": ("dedup", "hashmap", 0, {}),
-    "dedup_heap_ttl": ("dedup", "hashmap", TTL_MS, {}),
+    "dedup": ("dedup", "rocksdb", 0, {"collect_outputs": True}),
+    "dedup_heap": ("dedup", "hashmap", 0, {"collect_outputs": True}),
+    "dedup_heap_ttl": ("dedup", "hashmap", TTL_MS, {"collect_outputs": True}),
     "join": ("regular_join", "rocksdb", 0, {"category": CATEGORY}),
     "window": ("tumbling_window", "hashmap", 0, {"window_ms": WINDOW_MS}),
     "agg": ("group_agg", "hashmap", 0, {"agg": "count"}),
@@ -213,6 +213,63 @@ def test_state_grows_without_a_ttl_and_stays_bounded_with_one(
     assert max(late) < 2 * min(late)  # a plateau, not growth
     _, table = events
     assert reports["dedup_heap_ttl"]["outputs"]["+I"] > dedup_reference(table)["+I"]
+
+
+def fnv1a(text: str) -> int:
+    """The job's 64-bit FNV-1a of a row's text, as a signed long (Java's)."""
+    x = 0xCBF29CE484222325
+    for byte in text.encode():
+        x = ((x ^ byte) * 0x100000001B3) & (2**64 - 1)
+    return x - 2**64 if x >= 2**63 else x
+
+
+def dedup_output_hashes(table: pa.Table, ttl_ms: int) -> list[int]:
+    """The q18 query's output rows (auction, bidder, price, out_ts) on the records' time, with
+    an event-time TTL when ``ttl_ms`` > 0, hashed as the job hashes Row's text."""
+    kept: dict[tuple[int, int], tuple[int, int, int, int]] = {}
+    out: list[tuple[str, tuple[int, int, int, int]]] = []
+    for r in _rows(table):
+        if r["event_type"] != BID:
+            continue
+        key = (r["person_id"], r["auction_id"])
+        row = (r["auction_id"], r["person_id"], r["price"], r["ts"])
+        previous = kept.get(key)
+        if previous is not None and ttl_ms and r["ts"] - previous[3] >= ttl_ms:
+            previous = None  # expired: lastAccess + ttl <= now
+        if previous is None:
+            out.append(("+I", row))
+        elif r["ts"] >= previous[3]:
+            out += [("-U", previous), ("+U", row)]
+        else:
+            continue
+        kept[key] = row
+    return [fnv1a(f"{kind}[{', '.join(map(str, row))}]") for kind, row in out]
+
+
+def test_output_rows_are_the_references_row_for_row(
+        reports: dict[str, dict[str, Any]], events: tuple[Path, pa.Table]) -> None:
+    """Not only counts: the no-TTL jobs' output rows (hashed) are the Python reference's, on
+    both backends, so two runs' outputs can be compared as multisets."""
+    _, table = events
+    reference = Counter(dedup_output_hashes(table, 0))
+    assert Counter(reports["dedup"]["output_hashes"]) == reference
+    assert Counter(reports["dedup_heap"]["output_hashes"]) == reference
+    assert "output_hashes" not in reports["join"]
+
+
+def test_a_ttl_changes_results_about_as_on_the_records_time(
+        reports: dict[str, dict[str, Any]], events: tuple[Path, pa.Table]) -> None:
+    """ttl_changed_results of the real job (its TTL run against its no-TTL run) against the
+    same share on the records' time (Python): the paced clock runs late when the job falls
+    behind, so the real job's share is not exact, but of the same size."""
+    _, table = events
+    real, real_compared = changed_outputs(reports["dedup_heap_ttl"]["output_hashes"],
+                                          reports["dedup_heap"]["output_hashes"])
+    exact, exact_compared = changed_outputs(dedup_output_hashes(table, TTL_MS),
+                                            dedup_output_hashes(table, 0))
+    assert exact > 0 and real > 0
+    share, exact_share = real / real_compared, exact / exact_compared
+    assert 0.5 * exact_share <= share <= 4 * exact_share, (share, exact_share)
 
 
 def test_the_report_becomes_metric_rows(reports: dict[str, dict[str, Any]]) -> None:

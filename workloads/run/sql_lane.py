@@ -42,11 +42,18 @@ Rows (task = -1, the job; ``workloads.run.metrics`` names where they mean the sa
   state size: every entry in Flink's row serializers), ``checkpoint_uploaded_bytes`` (what
   this checkpoint wrote), ``checkpoint_sync_ms``, ``checkpoint_async_ms``,
   ``checkpoint_total_ms`` (their sum; the maxima over subtasks).
+* with a TTL, ``ttl_changed_outputs``, ``ttl_compared_outputs`` and ``ttl_changed_results``
+  (share): the job's outputs against the same job without TTL (run right after it in the same
+  JVM, not measured), as multisets of output rows as the emulation compares its own
+  (``workloads.operators.results``); on the paced clock, so timing-dependent, unlike the
+  emulation's exact event-time share.
 """
 
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -173,10 +180,31 @@ def run_sql_scenario(cfg: RunConfig, op_cfg: OperatorConfig, facts: DataFacts) -
         checkpoints = root / "flink-sql" / "".join(c if c.isalnum() or c in "-_" else "_"
                                                    for c in label)
         job = sql_job_config(cfg, op_cfg, events, count, checkpoints)
-        # the job takes at least its paced span of wall time: give it that twice over, beyond
+        jobs = [job]
+        if job.ttl_ms > 0:  # the reference: the same job without TTL, in the same JVM
+            jobs = [replace(job, collect_outputs=True),
+                    replace(job, ttl_ms=0, collect_outputs=True,
+                            checkpoint_dir=checkpoints.with_name(checkpoints.name + "-no-ttl"))]
+        # a job takes at least its paced span of wall time: give each that twice over, beyond
         # the fixed allowance for the JVM, the planner and a slow machine
         paced_s = max(0, facts.end_ms - facts.start_ms) / cfg.speedup / 1000.0
-        (report,) = run_sql_jobs([job], timeout_s=DEFAULT_TIMEOUT_S + 2 * paced_s)
+        reports = run_sql_jobs(jobs, timeout_s=DEFAULT_TIMEOUT_S + 2 * paced_s * len(jobs))
     rows = MetricRows(op_cfg.scenario)
-    rows.extend(report_rows(op_cfg, report, facts.end_ms))
+    rows.extend(report_rows(op_cfg, reports[0], facts.end_ms))
+    if len(reports) == 2:
+        changed, compared = changed_outputs(reports[0]["output_hashes"],
+                                            reports[1]["output_hashes"])
+        rep = op_cfg.repetition
+        rows.add(TOTAL_TASK, rep, NO_TIME, "ttl_changed_outputs", changed, "count")
+        rows.add(TOTAL_TASK, rep, NO_TIME, "ttl_compared_outputs", compared, "count")
+        rows.add(TOTAL_TASK, rep, NO_TIME, "ttl_changed_results",
+                 changed / compared if compared else 0.0, "share")
     return pa.Table.from_batches([rows.to_batch()])
+
+
+def changed_outputs(ttl: list[int], reference: list[int]) -> tuple[int, int]:
+    """(changed, compared) of two runs' outputs as multisets of row hashes, as
+    ``workloads.operators.results.compare_outputs`` compares the emulation's: changed = rows
+    one run emitted and the other did not, compared = their union (max multiplicity)."""
+    a, b = Counter(ttl), Counter(reference)
+    return sum(((a - b) + (b - a)).values()), sum((a | b).values())

@@ -111,6 +111,7 @@ public final class SqlJob {
         String agg;
         long sampleIntervalMs;
         long queryTime;
+        boolean collectOutputs;
         Map<String, String> conf = new java.util.LinkedHashMap<>();
 
         static Job of(JsonNode n) throws UsageError {
@@ -133,6 +134,7 @@ public final class SqlJob {
             j.agg = text(n, "agg");
             j.sampleIntervalMs = number(n, "sample_interval_ms");
             j.queryTime = n.path("query_time_after_num_entries").asLong(1000L);
+            j.collectOutputs = n.path("collect_outputs").asBoolean(false);
             JsonNode conf = n.path("conf");
             if (conf.isObject()) {
                 conf.fields().forEachRemaining(e -> j.conf.put(e.getKey(), e.getValue().asText()));
@@ -383,7 +385,7 @@ public final class SqlJob {
         String sql = query(j);
         Table table = tEnv.sqlQuery(sql);
         DataStream<Row> changes = tEnv.toChangelogStream(table);
-        changes.process(new Counter(j.speedup)).name("statebench-count")
+        changes.process(new Counter(j.speedup, j.collectOutputs)).name("statebench-count")
                 .sinkTo(new DiscardingSink<>()).name("discard");
         JobGraph graph = env.getStreamGraph().getJobGraph();
         String plan = tEnv.explainSql(sql);
@@ -425,6 +427,12 @@ public final class SqlJob {
         ObjectNode outputs = r.putObject("outputs");
         for (RowKind k : RowKind.values()) {
             outputs.put(k.shortString(), totals.byKind[k.ordinal()]);
+        }
+        if (j.collectOutputs) {
+            ArrayNode hashes = r.putArray("output_hashes");
+            for (long x : totals.outputHashes) {
+                hashes.add(x);
+            }
         }
         ObjectNode latency = r.putObject("latency_us");
         long[] lat = totals.latencyUs;
@@ -628,18 +636,23 @@ public final class SqlJob {
         private static final long serialVersionUID = 1L;
         private static final ConcurrentLinkedQueue<Counter> DONE = new ConcurrentLinkedQueue<>();
         private final double speedup;
+        private final boolean collect;
         private transient long[] byKind;
         private transient long[] latencyUs;
         private transient int n;
+        private transient long[] hashes;
+        private transient int h;
 
-        Counter(double speedup) {
+        Counter(double speedup, boolean collect) {
             this.speedup = speedup;
+            this.collect = collect;
         }
 
         /** The merged counts of every subtask of the job. */
         static final class Totals {
             long[] byKind = new long[RowKind.values().length];
             long[] latencyUs = new long[0];
+            long[] outputHashes = new long[0];
         }
 
         static void reset() {
@@ -655,12 +668,22 @@ public final class SqlJob {
             }
             t.latencyUs = new long[size];
             int at = 0;
+            int hashed = 0;
             for (Counter c : DONE) {
                 for (int k = 0; k < t.byKind.length; k++) {
                     t.byKind[k] += c.byKind[k];
                 }
                 System.arraycopy(c.latencyUs, 0, t.latencyUs, at, c.n);
                 at += c.n;
+                hashed += c.h;
+            }
+            t.outputHashes = new long[hashed];
+            at = 0;
+            for (Counter c : DONE) {
+                if (c.hashes != null) {
+                    System.arraycopy(c.hashes, 0, t.outputHashes, at, c.h);
+                    at += c.h;
+                }
             }
             return t;
         }
@@ -670,11 +693,29 @@ public final class SqlJob {
             byKind = new long[RowKind.values().length];
             latencyUs = new long[1024];
             n = 0;
+            hashes = collect ? new long[1024] : null;
+            h = 0;
+        }
+
+        /** FNV-1a (64 bits) of a row's changelog kind and values, as Row prints them. */
+        static long hash(Row row) {
+            long x = 0xcbf29ce484222325L;
+            for (byte b : row.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8)) {
+                x ^= b & 0xff;
+                x *= 0x100000001b3L;
+            }
+            return x;
         }
 
         @Override
         public void processElement(Row row, Context ctx, Collector<Long> out) {
             byKind[row.getKind().ordinal()]++;
+            if (collect) {
+                if (h == hashes.length) {
+                    hashes = Arrays.copyOf(hashes, h * 2);
+                }
+                hashes[h++] = hash(row);
+            }
             if (row.getKind() == RowKind.UPDATE_BEFORE || row.getKind() == RowKind.DELETE) {
                 return;
             }
