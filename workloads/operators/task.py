@@ -44,7 +44,7 @@ class OperatorTask(KeyedOperator):
                  attempt_id: int | None = None) -> None:
         self.op = make_operator(cfg.operator, cfg.out_of_orderness_ms,
                                 retention=cfg.ttl_ms is not None, ttl_ms=cfg.ttl_ms)
-        self._inputs: list[tuple[list, list, list]] = []
+        self._inputs: list[pa.RecordBatch] = []  # with a TTL: the input, for the reference
         super().__init__(cfg, task, attempt, attempt_id)
 
     # ------------------------------------------------------------------ KeyedOperator's hooks
@@ -78,14 +78,9 @@ class OperatorTask(KeyedOperator):
         return loop
 
     def _columns(self, batch: pa.RecordBatch, ts_np: np.ndarray) -> tuple[Any, ...]:
-        keys = batch.column("key").to_numpy(zero_copy_only=False).tolist()
-        tss = ts_np.tolist()
-        cols = [tss if name == "ts" else batch.column(name).to_numpy(zero_copy_only=False)
-                .tolist() for name in _ROW_COLUMNS]
-        rows = list(zip(*cols))
-        if self.cfg.ttl_ms is not None:
-            self._inputs.append((keys, tss, rows))
-        return (keys, tss, rows)
+        if self.cfg.ttl_ms is not None:  # kept as Arrow (~60 bytes a row), not Python tuples
+            self._inputs.append(batch)
+        return _records(batch)
 
     def _state_ops(self, cols: tuple[Any, ...], count: int) -> int:
         access = self.op.access
@@ -103,7 +98,8 @@ class OperatorTask(KeyedOperator):
             add(task, rep, NO_TIME, metric, value, "count")
         if cfg.ttl_ms is not None:
             reference = reference_outputs(
-                cfg.operator, cfg.out_of_orderness_ms, self._inputs, cfg.max_parallelism,
+                cfg.operator, cfg.out_of_orderness_ms, map(_records, self._inputs),
+                cfg.max_parallelism,
                 KeyGroupRange.of_operator(task, cfg.parallelism, cfg.max_parallelism),
                 cfg.start_ms)
             changed, compared = compare_outputs(self.op.outputs, reference)
@@ -112,3 +108,10 @@ class OperatorTask(KeyedOperator):
             add(task, rep, NO_TIME, CHANGED_SHARE, changed_share(changed, compared), "share")
         self._inputs = []
         return super().finish()
+
+
+def _records(batch: pa.RecordBatch) -> tuple[list, list, list]:
+    """A batch as the loop's ``(keys, tss, rows)`` (rows: ``workloads.operators.base.Row``)."""
+    keys = batch.column("key").to_numpy(zero_copy_only=False).tolist()
+    cols = [batch.column(name).to_numpy(zero_copy_only=False).tolist() for name in _ROW_COLUMNS]
+    return keys, cols[1], list(zip(*cols))
