@@ -163,8 +163,17 @@ def test_each_querys_output_changelog_is_the_python_reference(
     assert _outputs(reports["agg"]) == count_reference(table)
 
 
+KEYED_INPUT = {
+    "dedup": lambda t: sum(1 for r in _rows(t) if r["event_type"] == BID),
+    "group_agg": lambda t: sum(1 for r in _rows(t) if r["event_type"] == BID),
+    "tumbling_window": lambda t: sum(1 for r in _rows(t) if r["event_type"] == BID),
+    "regular_join": lambda t: sum(1 for r in _rows(t) if r["event_type"] == BID or (
+        r["event_type"] == AUCTION and r["category"] == CATEGORY)),
+}
+
+
 def test_reports_carry_throughput_latency_checkpoints_and_rocksdb_state(
-        reports: dict[str, dict[str, Any]]) -> None:
+        reports: dict[str, dict[str, Any]], events: tuple[Path, pa.Table]) -> None:
     for name, report in reports.items():
         kind, backend, _, _ = JOBS[name]
         assert report["kind"] == kind and report["backend"] == backend
@@ -172,6 +181,9 @@ def test_reports_carry_throughput_latency_checkpoints_and_rocksdb_state(
                                            "hashmap": "HashMapStateBackend"}[backend]
         assert report["records"] == EVENTS, name  # every event released once by PACE
         assert report["records_per_s"] > 0 and report["job_s"] > 0
+        # the keyed task's input: what the query's filters let through, over its busy time
+        assert report["keyed_records_in"] == KEYED_INPUT[kind](events[1]), name
+        assert report["keyed_busy_ms"] > 0 and report["keyed_records_per_busy_s"] > 0
         assert 0 < report["latency_us"]["p50"] <= report["latency_us"]["p99"] \
             <= report["latency_us"]["max"]
         done = [c for c in report["checkpoints"] if c["status"] == "COMPLETED"]
@@ -283,8 +295,8 @@ def test_the_report_becomes_metric_rows(reports: dict[str, dict[str, Any]]) -> N
     table = pa.Table.from_batches([rows.to_batch()])
     assert table.schema == METRIC_SCHEMA
     by_metric = Counter(table.column("metric").to_pylist())
-    for metric in ("records", "records_per_s", "latency_p99_us", "operator_outputs",
-                   "late_records_share"):
+    for metric in ("records", "records_per_s", "released_records_per_s", "latency_p99_us",
+                   "operator_outputs", "late_records_share"):
         assert by_metric[metric] == 1
     assert by_metric["estimated_entries"] == len(reports["dedup"]["state_samples"])
     assert by_metric["checkpoint_bytes"] >= 3
@@ -386,10 +398,14 @@ def test_the_real_job_agrees_with_the_emulated_operator(kind: str, tmp_path: Pat
     assert summaries(outcome.rows)  # the report's one summary path takes the lane's rows
     outputs = _peak(rows, "flink-sql", "operator_outputs")
     assert outputs == _peak(rows, "rocksdb", "operator_outputs") > 0
+    # the same input reaches both operators (the query's filters, the emulation's selection)
+    assert _peak(rows, "flink-sql", "records") == _peak(rows, "rocksdb", "records") > 0
     real = _peak(rows, "flink-sql", "estimated_entries")
     emulated = _peak(rows, "rocksdb", "live_entries")
     ckpt = _peak(rows, "flink-sql", "checkpoint_bytes") / _peak(rows, "rocksdb",
                                                                 "checkpoint_bytes")
+    rates = [_peak(rows, b, "records_per_s") for b in ("flink-sql", "rocksdb")]
+    print(f"{kind}: records/s (busy) real {rates[0]:,.0f} emulated {rates[1]:,.0f}")
     print(f"{kind}: outputs {outputs:.0f}; peak entries real {real:.0f} / emulated "
           f"{emulated:.0f} = {real / emulated:.2f}x; peak checkpoint bytes {ckpt:.2f}x; "
           f"late records {_peak(rows, 'flink-sql', 'late_records_share'):.0%}")

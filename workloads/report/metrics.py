@@ -96,6 +96,8 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
                "throughput", +1),
     MetricSpec("records", "records processed", "records", "throughput", 0, cls=EXACT),
     MetricSpec("sql_job_s", "Flink SQL job, submission to result", "s", "throughput", -1),
+    MetricSpec("released_records_per_s", "records released by the paced source", "records/s",
+               "throughput", +1),
     MetricSpec("schedule_lag_p50_ms", "p50", "ms", "schedule", -1),
     MetricSpec("schedule_lag_p99_ms", "p99", "ms", "schedule", -1),
     MetricSpec("schedule_lag_max_ms", "max", "ms", "schedule", -1),

@@ -422,6 +422,17 @@ public final class SqlJob {
         r.put("released_wall_s", pace.wallSeconds());
         r.put("records_per_s", pace.wallSeconds() > 0 ? pace.released / pace.wallSeconds() : 0.0);
         r.put("late_records", pace.late);
+        long keyedIn = 0;
+        double busyRate = 0;
+        long busyMs = 0;
+        for (long[] v : StateReporter.keyedTask().values()) {
+            keyedIn += v[0];
+            busyMs = Math.max(busyMs, v[1]);
+            busyRate += v[1] > 0 ? v[0] / (v[1] / 1000.0) : 0.0;
+        }
+        r.put("keyed_records_in", keyedIn);
+        r.put("keyed_busy_ms", busyMs);
+        r.put("keyed_records_per_busy_s", busyRate);
         r.put("schedule_lag_max_ms", pace.maxLagMs);
         Counter.Totals totals = Counter.totals();
         ObjectNode outputs = r.putObject("outputs");

@@ -26,6 +26,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * touch a closed database. Each report (every 50 ms wall) sums each property over the column
  * families and subtasks and keeps one sample per sample interval of the paced clock.
  * The HashMap backend exposes no state-size metric; its measure is the checkpoints' full size.
+ *
+ * <p>It also keeps the keyed task's {@code numRecordsIn} and {@code accumulateBusyTimeMs} (per
+ * subtask, their final values when the task's metrics are removed): the keyed operator's input
+ * records over its busy time, as statebench measures its lanes' records/s.
  */
 public final class StateReporter implements MetricReporter, Scheduled {
     private static final Map<String, Gauge<?>> GAUGES = new ConcurrentHashMap<>();
@@ -35,6 +39,13 @@ public final class StateReporter implements MetricReporter, Scheduled {
     private static ArrayNode samples = SqlJob.JSON.createArrayNode();
     private static long sampleIntervalMs = 1000L;
     private static long nextSampleMs = Long.MIN_VALUE;
+    /** The keyed task's numRecordsIn and accumulateBusyTimeMs per subtask: live metrics, and
+     *  the last values of removed ones (a task's metrics go when it finishes). */
+    private static final Map<String, Metric> TASK = new ConcurrentHashMap<>();
+    private static final Map<String, String> TASK_KEY = new ConcurrentHashMap<>();
+    private static final Map<String, Long> TASK_FINAL = new ConcurrentHashMap<>();
+    static final String RECORDS_IN = "numRecordsIn";
+    static final String BUSY_MS = "accumulateBusyTimeMs";
 
     /** The factory Flink finds through META-INF/services (written by the build). */
     public static final class Factory implements MetricReporterFactory {
@@ -46,6 +57,7 @@ public final class StateReporter implements MetricReporter, Scheduled {
 
     /** A new job: no samples, one every {@code intervalMs} clock ms from the first record. */
     static void reset(long intervalMs) {
+        TASK_FINAL.clear();
         synchronized (LOCK) {
             samples = SqlJob.JSON.createArrayNode();
             sampleIntervalMs = intervalMs;
@@ -68,8 +80,52 @@ public final class StateReporter implements MetricReporter, Scheduled {
     public void close() {
     }
 
+    /** "subtask/metric" of a task-level numRecordsIn or accumulateBusyTimeMs of a task that is
+     *  not a source (the keyed operator's task: every query here has one), else null. */
+    private static String taskKey(String metricName, MetricGroup group) {
+        if (!metricName.equals(RECORDS_IN) && !metricName.equals(BUSY_MS)) {
+            return null;
+        }
+        Map<String, String> vars = group.getAllVariables();
+        String task = vars.get("<task_name>");
+        if (task == null || vars.containsKey("<operator_name>") || task.startsWith("Source")) {
+            return null;
+        }
+        return vars.getOrDefault("<subtask_index>", "0") + "/" + metricName;
+    }
+
+    private static long valueOf(Metric metric) {
+        if (metric instanceof org.apache.flink.metrics.Counter) {
+            return ((org.apache.flink.metrics.Counter) metric).getCount();
+        }
+        Object v = metric instanceof Gauge ? ((Gauge<?>) metric).getValue() : null;
+        return v instanceof Number ? ((Number) v).longValue() : 0L;
+    }
+
+    /** Per subtask: the keyed task's input records and busy ms (live or final values). */
+    static Map<String, long[]> keyedTask() {
+        Map<String, Long> all = new TreeMap<>(TASK_FINAL);
+        for (Map.Entry<String, Metric> e : TASK.entrySet()) {
+            all.merge(TASK_KEY.get(e.getKey()), valueOf(e.getValue()), Math::max);
+        }
+        Map<String, long[]> out = new TreeMap<>();
+        for (Map.Entry<String, Long> e : all.entrySet()) {
+            String[] parts = e.getKey().split("/", 2);
+            long[] v = out.computeIfAbsent(parts[0], k -> new long[2]);
+            v[parts[1].equals(RECORDS_IN) ? 0 : 1] = e.getValue();
+        }
+        return out;
+    }
+
     @Override
     public void notifyOfAddedMetric(Metric metric, String metricName, MetricGroup group) {
+        String key = taskKey(metricName, group);
+        if (key != null) {
+            String id = group.getMetricIdentifier(metricName);
+            TASK.put(id, metric);
+            TASK_KEY.put(id, key);
+            return;
+        }
         if (!(metric instanceof Gauge) || !metricName.startsWith("rocksdb.")) {
             return;
         }
@@ -89,6 +145,11 @@ public final class StateReporter implements MetricReporter, Scheduled {
     @Override
     public void notifyOfRemovedMetric(Metric metric, String metricName, MetricGroup group) {
         String id = group.getMetricIdentifier(metricName);
+        Metric task = TASK.remove(id);
+        String key = TASK_KEY.remove(id);
+        if (task != null && key != null) {
+            TASK_FINAL.merge(key, valueOf(task), Math::max);
+        }
         GAUGES.remove(id);
         PROPERTY.remove(id);
         FAMILY.remove(id);
