@@ -27,8 +27,9 @@ def spark() -> Iterator[Any]:
     yield from spark_session(MASTER)
 
 
-def test_spark_equals_in_process(spark, tmp_path: Path) -> None:
-    spec = small("nexmark-q20-join", ttl_ms=300)
+@pytest.mark.parametrize("name", ["nexmark-q20-join", "nexmark-q7-window"])
+def test_spark_equals_in_process(spark, tmp_path: Path, name: str) -> None:
+    spec = small(name, ttl_ms=300)
 
     def config(tag: str) -> RunConfig:
         return RunConfig(spec=spec, backends=("heap", "rocksdb"), strategies=("none", "timer"),
