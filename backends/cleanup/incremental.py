@@ -17,7 +17,8 @@ one C-level pass that fetches the containers and takes their oldest timestamp (a
 makes it raise, which sends the step down the general path); containers are fetched again, and
 Python loops run, only when something is to be removed or skipped. A map that keeps some
 entries is replaced by a new dict rather than changed in place, so a snapshot in flight that
-shares the old one (copy-on-write, backends/storage/heap.py) keeps what it froze.
+shares the old one (copy-on-write, backends/storage/heap.py) keeps what it froze. Expiry is
+`expiry.is_expired`, compiled inline (`@inline`, backends/ttl/inline.py): no call per unit.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from typing import Any
 
 from backends.cleanup.counters import CleanupCounters
 from backends.ttl.context import TtlContext
-from backends.ttl.expiry import expiry_cutoff, live_elements
+from backends.ttl.expiry import expiry_cutoff, is_expired, live_elements
+from backends.ttl.inline import inline
 
 
 class IncrementalCleanup:
@@ -52,6 +54,7 @@ class IncrementalCleanup:
         self._keys: list = []
         self._pos = 0
 
+    @inline(is_expired)
     def step(self) -> None:
         """Examine the next `cleanup_size` entries still present (fewer only if the state has
         fewer), starting a new lap over the current keys at most once per step."""
@@ -66,7 +69,7 @@ class IncrementalCleanup:
             else:  # the common case: the lap has cleanup_size present keys left
                 self._pos = end
                 cutoff = expiry_cutoff(self._now_fn(), self._ttl)
-                if oldest > cutoff:
+                if not is_expired(oldest, cutoff):
                     return  # nothing expired among them: the step is one C-level pass
                 self._clean(self._table, batch, list(map(self._get, batch)), cutoff,
                             self._counters)
@@ -99,12 +102,13 @@ class IncrementalCleanup:
         return batch
 
 
+@inline(is_expired)
 def _clean_values(
     table: dict, keys: list, containers: list, cutoff: int, counters: CleanupCounters
 ) -> None:
     removed = 0
     for key, stored in zip(keys, containers):
-        if stored[1] <= cutoff:
+        if is_expired(stored[1], cutoff):
             del table[key]
             removed += 1
             counters.lags["incremental"].record(cutoff - stored[1])
@@ -112,16 +116,18 @@ def _clean_values(
         counters.incremental += removed
 
 
+@inline(is_expired)
 def _clean_lists(
     table: dict, keys: list, containers: list, cutoff: int, counters: CleanupCounters
 ) -> None:
     removed = 0
     for key, elements in zip(keys, containers):
-        if not elements or min(map(_TS, elements)) > cutoff:
+        if not elements or not is_expired(min(map(_TS, elements)), cutoff):
             continue  # nothing expired (a C-level pass, no list built)
         kept = live_elements(elements, cutoff)
         removed += len(elements) - len(kept)
-        counters.lags["incremental"].record_many(cutoff - ts for _, ts in elements if ts <= cutoff)
+        counters.lags["incremental"].record_many(
+            cutoff - ts for _, ts in elements if is_expired(ts, cutoff))
         if kept:
             table[key] = kept
         else:
@@ -129,14 +135,15 @@ def _clean_lists(
     counters.incremental += removed
 
 
+@inline(is_expired)
 def _clean_maps(
     table: dict, keys: list, containers: list, cutoff: int, counters: CleanupCounters
 ) -> None:
     removed = 0
     for key, entries in zip(keys, containers):
-        if not entries or min(map(_TS, entries.values())) > cutoff:
+        if not entries or not is_expired(min(map(_TS, entries.values())), cutoff):
             continue
-        expired = [uk for uk, stored in entries.items() if stored[1] <= cutoff]
+        expired = [uk for uk, stored in entries.items() if is_expired(stored[1], cutoff)]
         removed += len(expired)
         counters.lags["incremental"].record_many(cutoff - entries[uk][1] for uk in expired)
         if len(expired) == len(entries):

@@ -18,7 +18,8 @@ from typing import Any
 
 from backends.storage.base import ABSENT
 from backends.ttl.context import TtlContext
-from backends.ttl.expiry import effective_now, expiry_cutoff, live_elements
+from backends.ttl.expiry import effective_now, expiry_cutoff, is_expired, live_elements
+from backends.ttl.inline import inline
 from backends.types import INT64_MAX
 
 
@@ -55,13 +56,14 @@ class ExpiryIndex:
         bucket.append(ref if user_key is ABSENT else (ref, user_key))
         self.registered += 1
 
+    @inline(is_expired)
     def fire(self) -> int:
         """Remove every unit whose expiration passed; returns the number of units removed."""
         now = self._now_fn()
         due_by, cutoff = effective_now(now), expiry_cutoff(now, self._ttl)
         removed = 0
         times, buckets = self._times, self._buckets
-        while times and times[0] <= due_by:
+        while times and is_expired(times[0], due_by):  # a bucket's time is an expiration
             due = heapq.heappop(times)
             for item in buckets.pop(due):
                 removed += self._expire(item, cutoff)
@@ -69,13 +71,14 @@ class ExpiryIndex:
         self._counters.timer += removed
         return removed
 
+    @inline(is_expired)
     def _expire(self, item: Any, cutoff: int) -> int:
         """Re-read one registered unit and remove it if it really expired (a unit rewritten
         since its registration is not): the units removed."""
         raw = self._raw
         if self._shape == "value":
             stored = raw.ref_get(item)
-            if stored is not None and stored[1] <= cutoff:
+            if stored is not None and is_expired(stored[1], cutoff):
                 raw.ref_delete(item)
                 self._counters.lags["timer"].record(cutoff - stored[1])
                 return 1
@@ -88,12 +91,12 @@ class ExpiryIndex:
             if len(kept) == len(stored):
                 return 0
             raw.ref_put(item, kept)
-            lags = (cutoff - ts for _, ts in stored if ts <= cutoff)
+            lags = (cutoff - ts for _, ts in stored if is_expired(ts, cutoff))
             self._counters.lags["timer"].record_many(lags)
             return len(stored) - len(kept)
         ref, user_key = item
         stored = raw.ref_get_entry(ref, user_key)
-        if stored is ABSENT or stored[1] > cutoff:
+        if stored is ABSENT or not is_expired(stored[1], cutoff):
             return 0
         raw.ref_remove_entries(ref, (user_key,))
         self._counters.lags["timer"].record(cutoff - stored[1])

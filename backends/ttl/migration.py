@@ -8,15 +8,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from backends.ttl.inline import inline
+from backends.ttl.units import stamped
 
+
+@inline(stamped)
 def ttl_layout_transform(shape: str, to_ttl: bool, now: int) -> Callable[[Any], Any]:
     """A container -> container function adding or removing last-access timestamps."""
     if to_ttl:
         if shape == "value":
-            return lambda c: (c, now)
+            return lambda c: stamped(c, now)
         if shape == "list":
-            return lambda c: [(e, now) for e in c]
-        return lambda c: {k: (v, now) for k, v in c.items()}
+            return lambda c: [stamped(e, now) for e in c]
+        return lambda c: {k: stamped(v, now) for k, v in c.items()}
     if shape == "value":
         return lambda c: c[0]
     if shape == "list":

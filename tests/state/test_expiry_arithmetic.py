@@ -1,6 +1,7 @@
-"""Every access path tests `ts <= expiry_cutoff(now, ttl)` (one inlines `expired_inline`); both
-must equal Flink's clamped rule `expiration_ts(ts, ttl) <= now` for every signed 64-bit
-timestamp, TTL and time, and the container filters must keep exactly the unexpired units."""
+"""Every access path tests `is_expired(ts, expiry_cutoff(now, ttl))`, called or compiled inline
+(backends/ttl/inline.py); both forms must equal Flink's clamped rule `expiration_ts(ts, ttl) <=
+now` for every signed 64-bit timestamp, TTL and time, and the container filters must keep
+exactly the unexpired units."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from hypothesis import strategies as st
 from backends.ttl.expiry import (
     effective_now,
     expiration_ts,
-    expired_inline,
     expiry_cutoff,
     filter_container,
+    is_expired,
     live_elements,
     live_entries,
     live_suffix,
 )
+from backends.ttl.inline import inline
 from backends.types import INT64_MAX, INT64_MIN
 
 INT64 = st.integers(min_value=INT64_MIN, max_value=INT64_MAX)
@@ -27,6 +29,12 @@ def flink_expired(ts: int, ttl: int, now: int) -> bool:
     return expiration_ts(ts, ttl) <= now
 
 
+@inline(expiry_cutoff, is_expired)
+def expired_compiled_inline(ts: int, ttl: int, now: int) -> bool:
+    """The form the hot paths run (TtlValueStateNoHooks' read): both rules inlined."""
+    return is_expired(ts, expiry_cutoff(now, ttl))
+
+
 @given(ts=INT64, ttl=TTL, now=INT64)
 @example(ts=10, ttl=INT64_MAX, now=INT64_MAX)
 @example(ts=10, ttl=INT64_MAX, now=INT64_MAX - 1)
@@ -35,8 +43,8 @@ def flink_expired(ts: int, ttl: int, now: int) -> bool:
 @example(ts=-5, ttl=100, now=95)
 def test_fast_forms_equal_flinks_clamped_rule(ts: int, ttl: int, now: int) -> None:
     expected = flink_expired(ts, ttl, now)
-    assert (ts <= expiry_cutoff(now, ttl)) == expected
-    assert expired_inline(ts, ttl, now) == expected
+    assert is_expired(ts, expiry_cutoff(now, ttl)) == expected
+    assert expired_compiled_inline(ts, ttl, now) == expected
     # A cutoff from an already effective time is the same (the snapshot writer passes one).
     assert expiry_cutoff(effective_now(now), ttl) == expiry_cutoff(now, ttl)
 
