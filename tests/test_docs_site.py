@@ -12,8 +12,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
-PAGES = ("index.md", "guide.md", "ttl.md", "checkpoints.md", "flink-lanes.md", "report.md",
-         "performance.md", "architecture.md")
+PAGES = ("index.md", "guide.md", "ttl.md", "checkpoints.md", "operators.md", "flink-lanes.md",
+         "report.md", "performance.md", "architecture.md")
 
 
 def _build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
