@@ -72,6 +72,7 @@ JOBS: dict[str, tuple[str, str, int, dict[str, Any]]] = {
     "join": ("regular_join", "rocksdb", 0, {"category": CATEGORY}),
     "window": ("tumbling_window", "hashmap", 0, {"window_ms": WINDOW_MS}),
     "agg": ("group_agg", "hashmap", 0, {"agg": "count"}),
+    "dedup_p2": ("dedup", "rocksdb", 0, {"parallelism": 2}),
 }
 
 
@@ -158,6 +159,7 @@ def test_each_querys_output_changelog_is_the_python_reference(
     assert dedup["+U"] > 0  # the data has repeated pairs: the updates are exercised
     assert _outputs(reports["dedup"]) == dedup
     assert _outputs(reports["dedup_heap"]) == dedup
+    assert _outputs(reports["dedup_p2"]) == dedup  # two keyed subtasks, one source split
     assert _outputs(reports["join"]) == Counter({"+I": join_reference(table, CATEGORY)})
     assert _outputs(reports["window"]) == Counter({"+I": window_reference(table, WINDOW_MS)})
     assert _outputs(reports["agg"]) == count_reference(table)
