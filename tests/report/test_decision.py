@@ -24,6 +24,7 @@ from workloads.report.decision import (
     cell_text,
     decisions,
     fastest_per_engine,
+    repetitions_hint,
     separations,
 )
 from workloads.report.load import ScenarioKey, load_run
@@ -103,6 +104,13 @@ def test_a_fastest_cell_that_the_rank_test_cannot_separate_says_so(
                      r'data-separated="(\w+)"><span class="pick">(.*?)</span>', html)
     assert cell is not None and cell.group(1) == "no"
     assert cell.group(2) == headline
+    hint = repetitions_hint(load_run(run_dir), W)
+    assert hint is not None and "Run --repetitions 4 or more" in hint.text
+    assert hint.text in html
+
+
+def test_enough_repetitions_need_no_hint(logical_run: Path) -> None:
+    assert repetitions_hint(load_run(logical_run), W) is None  # 6 repetitions: testable
 
 
 def test_a_clear_throughput_winner_is_separated_by_the_rank_test(
@@ -191,3 +199,16 @@ def test_repeated_sentences_collapse_and_the_detail_is_one_click_down(
         details = part[part.index("<details"):]
         assert "has the highest throughput" in details
         assert "has the highest throughput" not in part[:part.index("<details")]
+
+
+def test_a_backend_with_one_strategy_has_nothing_to_choose(
+        make_run: Callable[..., Path]) -> None:
+    run = load_run(make_run("single", no_ttl=True))  # "<workload>-no-ttl": strategy none only
+    rows = decisions(run, f"{W}-no-ttl")["statebench"]
+    assert [r.backend for r in rows] == ["heap", "rocksdb"]
+    for row in rows:
+        headline, separated, why = cell_text(row.picks["fastest"])
+        assert headline.startswith("only none ran (") and not separated
+        assert why == "nothing to compare"
+        assert row.recommended is None
+        assert row.tradeoff.text == "Only none ran on this backend: nothing to choose between."

@@ -37,8 +37,9 @@ from workloads.report.metrics import (
     run_class_of,
     spec_for,
 )
+from workloads.report.significance import smallest_p
 from workloads.report.stats import Stat, stat
-from workloads.report.verdict import compare_scenarios
+from workloads.report.verdict import ALPHA, compare_scenarios
 
 BASELINE = "none"
 #: Configurations a tie names before it counts them instead.
@@ -161,7 +162,7 @@ def pick(run: Run, keys: list[ScenarioKey], metrics: tuple[str, ...]) -> Pick | 
     ranked = sorted(stats, key=lambda k: -sign * stats[k].center)  # stable: run order on ties
     best, others = ranked[0], ranked[1:]
     if not others:
-        return Pick(metric, best, stats[best], (), "the only strategy measured", 1)
+        return Pick(metric, best, stats[best], (), "nothing to compare", 1)
     found = separations(run, [(other, best, metric) for other in others])
     tied = tuple(o for o, s in zip(others, found) if not s.separated)
     why = next((s.why for s in found if not s.separated), found[0].why)
@@ -208,6 +209,9 @@ def recommend(run: Run, keys: list[ScenarioKey], picks: dict[str, Pick | None]
     if not leaders:
         return None, Sentence(severity="warn").t(
             "No recommendation: every strategy with the smallest state returned expired values.")
+    if state.contenders == 1:
+        return None, Sentence().t("Only ").b(state.best.strategy).t(
+            " ran on this backend: nothing to choose between.")
     if base is not None and base == state.best and state.separated:
         s = Sentence().b(BASELINE).t(": no strategy kept less peak state than ").b(BASELINE)
         return base, s.t(f" ({state.why}), so a cleanup here only costs.")
@@ -296,12 +300,36 @@ def fastest_per_engine(run: Run, workload: str) -> Sentence | None:
     return s
 
 
+def repetitions_needed(alpha: float = ALPHA) -> int:
+    """The fewest repetitions a side with which the exact rank test can reach p < alpha."""
+    n = 1
+    while smallest_p(n, n) >= alpha:
+        n += 1
+    return n
+
+
+def repetitions_hint(run: Run, workload: str) -> Sentence | None:
+    """One line when a cell could not test throughput because the run has too few
+    repetitions for the rank test (the default comparison's 3: smallest p is 0.1)."""
+    short = [d for rows in decisions(run, workload).values() for d in rows
+             for p in d.picks.values() if p is not None and "cannot reach p<" in p.why]
+    if not short:
+        return None
+    need = repetitions_needed()
+    return Sentence().t(f"Throughput is timed, and with this run's repetitions the rank test "
+                        f"cannot reach p<{ALPHA:g}: the cells that say so can name no strategy. "
+                        f"Run --repetitions {need} or more (the smallest p of {need} vs {need} "
+                        f"is {smallest_p(need, need):.2g}).")
+
+
 def cell_text(found: Pick | None) -> tuple[str, bool, str]:
     """(headline, separated, evidence) for one cell, in plain text."""
     if found is None:
         return "not measured", False, ""
     unit = spec_for(found.metric).unit
     number = fmt_value(found.value.center, unit)
+    if found.contenders == 1:
+        return f"only {found.best.strategy} ran ({number})", False, "nothing to compare"
     if found.separated:
         return f"{found.best.strategy} ({number})", True, found.why
     names = ", ".join(k.strategy for k in found.leaders)

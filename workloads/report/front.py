@@ -17,6 +17,7 @@ from workloads.report.decision import (
     cell_text,
     decisions,
     fastest_per_engine,
+    repetitions_hint,
 )
 from workloads.report.figures import slug
 from workloads.report.findings import Sentence, checks, findings
@@ -77,7 +78,8 @@ def workload_front(run: Run, workload: str, sentences: list[Sentence]) -> str:
     if clock:
         parts.append(f'<ul class="findings">{_items(clock)}</ul>')
     parts.append(decision_table(run, workload) or f"<p>{MISSING} (no comparable numbers)</p>")
-    lines = [s for s in (fastest_per_engine(run, workload), checks(run, workload)) if s]
+    lines = [s for s in (fastest_per_engine(run, workload), repetitions_hint(run, workload),
+                         checks(run, workload)) if s]
     lines += warns
     if lines:
         parts.append(f'<ul class="findings front">{_items(lines)}</ul>')
