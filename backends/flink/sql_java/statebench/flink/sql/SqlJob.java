@@ -60,6 +60,8 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * <p>State measures: Flink's checkpoint statistics (full and checkpointed size, durations) per
  * checkpoint, and, on RocksDB, the native properties of every column family summed (estimate-
  * num-keys, live SST bytes, memtable bytes) sampled by {@link StateReporter} on the clock.
+ * Throughput: the keyed task's input records over its busy time (Flink's task metrics, kept by
+ * the same reporter) and the paced source's release rate; latency: per output row, in the sink.
  *
  * <p>Usage: {@code java -cp <classes:pyflink/lib/*> statebench.flink.sql.SqlJob REQUEST.json};
  * prints one JSON object (a list of job reports) on stdout. Errors: one line on stderr

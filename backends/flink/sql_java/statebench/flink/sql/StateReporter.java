@@ -65,7 +65,7 @@ public final class StateReporter implements MetricReporter, Scheduled {
         }
     }
 
-    /** The samples so far (the job's, once it has finished), with a last one taken now. */
+    /** The samples so far (the whole job's, once it has finished). */
     static ArrayNode samples() {
         synchronized (LOCK) {
             return samples.deepCopy();
