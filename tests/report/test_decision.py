@@ -27,6 +27,7 @@ from workloads.report.decision import (
     repetitions_hint,
     separations,
 )
+from workloads.report.findings import findings
 from workloads.report.load import ScenarioKey, load_run
 from workloads.report.metrics import STORED_ENTRIES
 from workloads.report.render import report_html
@@ -176,6 +177,11 @@ def test_engines_are_ranked_each_against_their_own(logical_run: Path) -> None:
                for s in ("none", "full_snapshot", "timer", "compaction_filter")}
     fastest = max(medians, key=medians.__getitem__)
     assert statebench.startswith(f"Fastest on statebench's lanes: {fastest[0]}/{fastest[1]} (")
+    pareto = [s.text for s in findings(run)[W] if s.text.startswith("Pareto-optimal")]
+    assert len(pareto) == 2
+    assert "on statebench's lanes: " in pareto[0] and "flink-" not in pareto[0]
+    assert "on Flink's lanes (context): flink-" in pareto[1]
+    assert not re.search(r"(?<!flink-)\b(heap|rocksdb)/", pareto[1])
     html = report_html(run)
     assert "Fastest overall" not in html
     table = html[html.index('<table class="decision"'):]
