@@ -102,7 +102,8 @@ class BackendDecision:
     tradeoff: Sentence
 
 
-def metric_class(run: Run, key: ScenarioKey, metric: str) -> MetricClass:
+def _scenario_class(run: Run, key: ScenarioKey, metric: str) -> MetricClass:
+    """The metric's class in one scenario of this run (metrics.class_of, with its reason)."""
     return run_class_of([run.meta], key.workload, key.backend, key.strategy, metric)
 
 
@@ -127,7 +128,7 @@ def separations(run: Run, pairs: list[tuple[ScenarioKey, ScenarioKey, str]]
         if sa is None or sb is None:
             out[i] = Separation(False, "not measured")
             continue
-        ca, cb = metric_class(run, a, metric), metric_class(run, b, metric)
+        ca, cb = _scenario_class(run, a, metric), _scenario_class(run, b, metric)
         if ca.exact and cb.exact:
             out[i] = Separation(sa.center != sb.center,
                                 "exact" if sa.center != sb.center else "exact: equal")
