@@ -26,6 +26,7 @@ from workloads.report.load import Run, ScenarioKey, backend_label
 from workloads.report.metrics import STORED_ENTRIES, rocksdb_metric, spec_for
 from workloads.report.runinfo import is_paced, paced_note, sweep
 from workloads.report.stats import compaction_marks, pareto_points, stat
+from workloads.report.ttl_curve import ttl_curve_points
 from workloads.results.summaries import Samples
 
 #: Okabe-Ito, colour-blind safe; "none" (the baseline) gets neutral grey.
@@ -74,6 +75,11 @@ SWEEP_PANELS = (
 )
 SWEEP_LINES = (("solid", "circle"), ("dash", "square"), ("dot", "diamond"), ("dashdot", "x"))
 SWEEP_COLOUR = "#333333"
+#: State-vs-TTL panels: (TtlCurvePoint field on y, title).
+TTL_CURVE_PANELS = (
+    ("peak_live_entries", "peak live entries"),
+    ("peak_checkpoint_bytes", "peak checkpoint bytes"),
+)
 
 
 @dataclass
@@ -664,6 +670,60 @@ def _sweep_trace(backend: str, j: int, points: list[tuple[float, Any, str]], met
     )
 
 
+def ttl_curve_chart(run: Run, workload: str) -> Chart | None:
+    """A TTL sweep's state-vs-TTL curve (issue 17 item 5): the outputs the TTL changed on x, the
+    state it kept on y (peak live entries, peak checkpoint bytes), one point per TTL, one line
+    per backend (the knob-sweep chart's styles); the curve a SQL user picks
+    ``table.exec.state.ttl`` from. None unless the run swept ``ttl(ms=...)`` over an operator
+    workload. Numbers: ``ttl_curve.ttl_curve_points``, also listed under the chart."""
+    points = ttl_curve_points(run, workload)
+    panels = [(m, t) for m, t in TTL_CURVE_PANELS
+              if any(getattr(p, m) is not None for p in points)]
+    if not panels:
+        return None
+    cells = Facets(run, [t for _, t in panels], horizontal_spacing=0.1)
+    for c, (field_name, _title) in enumerate(panels, start=1):
+        unit = "bytes" if field_name == "peak_checkpoint_bytes" else "count"
+        cells.y_format(unit, 1, c)
+        cells.fig.update_xaxes(title_text="outputs changed by the TTL", tickformat=".0%",
+                               row=1, col=c)
+        for j, backend in enumerate(dict.fromkeys(p.backend for p in points)):
+            mine = [p for p in points
+                    if p.backend == backend and getattr(p, field_name) is not None]
+            cells.fig.add_trace(_ttl_curve_trace(backend, j, mine, field_name, unit, c == 1),
+                                row=1, col=c)
+    _layout(cells.fig, 420)
+    cells.fig.update_layout(legend={"title": {"text": "backend"}})
+    return Chart(
+        f"fig-ttl-curve-{slug(workload)}", f"State vs TTL — {workload}",
+        "One point per swept TTL (labelled), one line per backend: the share of the operator's "
+        "outputs that differ from the same run without TTL (ttl_changed_results, repetition 0) "
+        "against the state that TTL kept (peak live entries over logical time; peak full "
+        "checkpoint). Pick the smallest state whose changed share you can accept."
+        + _clock_note(run, workload) + _na_note(run, workload),
+        cells.fig, [])
+
+
+def _ttl_curve_trace(backend: str, j: int, points: Sequence[Any], field_name: str, unit: str,
+                     show: bool) -> go.Scatter:
+    """One backend's state-vs-TTL line through its TtlCurvePoints (labelled by TTL), styled as
+    the `j`-th knob-sweep line."""
+    dash, symbol = SWEEP_LINES[j % len(SWEEP_LINES)]
+    return go.Scatter(
+        x=[p.ttl_changed_results for p in points], y=[getattr(p, field_name) for p in points],
+        mode="lines+markers+text", text=[fmt_value(p.ttl_ms, "ms") for p in points],
+        textposition="top right", name=backend_label(backend), legendgroup=backend,
+        showlegend=show, line={"color": SWEEP_COLOUR, "dash": dash, "width": 2},
+        marker={"symbol": symbol, "size": 8, "color": SWEEP_COLOUR},
+        meta={"kind": "sweep", "backend": backend, "metric": field_name},
+        hovertext=[f"TTL {fmt_value(p.ttl_ms, 'ms')} · {backend}<br>"
+                   f"{fmt_value(getattr(p, field_name), unit)}, "
+                   f"{fmt_value(p.ttl_changed_results, 'share')} of outputs changed"
+                   for p in points],
+        hoverinfo="text",
+    )
+
+
 #: Sections in page order and the charts each holds per workload. "rocksdb" and "sweep" appear
 #: only when a run has RocksDB counters or a knob sweep.
 BUILDERS = {
@@ -672,7 +732,7 @@ BUILDERS = {
     "rocksdb": (rocksdb_chart,),
     "perf": (perf_chart,),
     "checkpoint": (checkpoint_chart, checkpoint_time_chart),
-    "sweep": (sweep_chart,),
+    "sweep": (sweep_chart, ttl_curve_chart),
 }
 OPTIONAL_SECTIONS = frozenset({"rocksdb", "sweep"})
 

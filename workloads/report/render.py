@@ -22,6 +22,7 @@ from workloads.report.tables import (
     summary_tables,
 )
 from workloads.report.template import chart_html, page
+from workloads.report.ttl_curve import ttl_curve_table
 from workloads.report.verdict import Side
 from workloads.results.store import write_text_atomic
 
@@ -64,7 +65,10 @@ def report_html(run: Run) -> str:
     """The full report page for ``run`` as a string."""
     sections = [("findings", "What to pick", front_html(run))]
     for name, items in charts(run).items():
-        sections.append((name, SECTION_TITLES[name], _charts_html(items)))
+        html = _charts_html(items)
+        if name == "sweep":  # a TTL sweep's state-vs-TTL numbers under its curve
+            html += "\n".join(ttl_curve_table(run, w) for w in run.workloads)
+        sections.append((name, SECTION_TITLES[name], html))
     fidelity = fidelity_html(run)  # only when the run has Flink reference lanes
     if fidelity is not None:
         sections.append(("fidelity", "Fidelity: statebench vs Flink", fidelity))
