@@ -154,7 +154,7 @@ def warmup_events(kind: str) -> int:
 
 
 def _warm_up(worker: FlinkWorker, spec: events.LaneSpec, kind: str, ttl_ms: int | None,
-             checkpoint_dir: str) -> None:
+             checkpoint_dir: str, max_in_flight: int) -> None:
     """JIT warm-up, as JMH's warm-up iterations: a new JVM interprets Flink's code until the
     JIT compiles it, so the first task of a JVM kept for later tasks would run slower than the
     others and bias the strategies' relative costs by their order. A seeded synthetic stream
@@ -179,7 +179,8 @@ def _warm_up(worker: FlinkWorker, spec: events.LaneSpec, kind: str, ttl_ms: int 
         names=["key", "ts", "op", "value", "value_size", "map_key"])
     warm = replace(spec, clock=events.CLOCK_RECORD, warmup_records=n)
     worker.send(events.encode_open(warm) + events.encode_apply(batch, spec.value_type, True)
-                + events.encode_checkpoint(1, checkpoint_dir) + events.encode_restore())
+                + events.encode_checkpoint(1, checkpoint_dir, max_in_flight)
+                + events.encode_restore())
 
 
 def _release(worker: FlinkWorker) -> None:
@@ -311,7 +312,8 @@ class FlinkLaneOperator:
             if primary is not None:
                 warm["primary_path"] = f"{primary}/warm-up"
             self.worker.reset(self.kind, **(options | warm))
-            _warm_up(self.worker, spec, self.kind, cfg.ttl_ms, f"{self._local}/warm-up-ckpt")
+            _warm_up(self.worker, spec, self.kind, cfg.ttl_ms, f"{self._local}/warm-up-ckpt",
+                     self._max_in_flight)
             self.worker.reset(self.kind, **(options | {"path": f"{self._local}/task"}))
         if self._paced:  # a frame waits for its records' time: allow the whole run's span
             span_s = (cfg.end_ms - cfg.start_ms) / cfg.time_speedup / 1e3
