@@ -2,8 +2,9 @@
 
 compare: the main job. Runs the default comparison matrix (statebench's heap and RocksDB
 backends and Flink's own as reference lanes x every applicable cleanup strategy, on a
-session-churn, a YCSB and a paced processing-time workload, in Spark local[*]), writes
-results/<run-id>/ and renders its self-contained report.html.
+session-churn, a YCSB, a paced processing-time, a Nexmark join and a Nexmark dedup
+workload, in Spark local[*]), writes results/<run-id>/ and renders its self-contained
+report.html.
 report: re-renders a run's report from its stored rows.
 """
 
@@ -74,9 +75,9 @@ def compare_command(args: argparse.Namespace) -> int:
     from workloads.results.store import RunExistsError, run_dir_free
     from workloads.run import tempdirs
     from workloads.run.compare import (
-        DEFAULT_SPECS,
         comparison_configs,
         default_backends,
+        default_specs,
         load_specs,
         planned_jobs,
         run_comparison,
@@ -91,7 +92,7 @@ def compare_command(args: argparse.Namespace) -> int:
         check_master_url(args.master)
     tempdirs.sweep([None, args.results_dir])  # folders of runs killed earlier (kill -9)
     refuse_duplicates("SPEC", list(args.specs))
-    specs = load_specs(args.specs or DEFAULT_SPECS, args.events)
+    specs = load_specs(args.specs, args.events) if args.specs else default_specs(args.events)
     backends = tuple(non_empty("--backend", joined(args.backend, "--backend"), args.backend)
                      or default_backends(lambda line: print(line, file=sys.stderr)))
     strategies = non_empty("--strategy", joined(args.strategy, "--strategy"), args.strategy)

@@ -27,8 +27,20 @@ from workloads.spec import WorkloadSpec, load_spec
 
 #: The default matrix: a session-churn workload (keys expire for good), a YCSB one (hot keys),
 #: both on event time, and sessions on a paced processing-time clock, where RocksDB's own TTL
-#: compaction filter (wall clock) runs next to its baseline in the same ``ttl_db`` layout.
-DEFAULT_SPECS = ("sessions-churn", "ycsb-a", "sessions-paced")
+#: compaction filter (wall clock) runs next to its baseline in the same ``ttl_db`` layout; then
+#: two operator workloads (issue 17): Nexmark q20's regular join and q18's deduplication, whose
+#: ``ttl_changed_results`` shows what the TTL costs in results. The Flink lanes cannot run
+#: operator kinds yet: their operator scenarios are listed as not applicable, with the reason.
+DEFAULT_SPECS = ("sessions-churn", "ycsb-a", "sessions-paced", "nexmark-q20-join",
+                 "nexmark-q18-dedup")
+#: Lighter operator workloads in the default comparison (the whole default stays within 8
+#: minutes on a 2-core machine): half the shipped rate over the same 10 s of event time (5 TTL
+#: periods, 2 checkpoints), so the TTL still bounds the state and the checkpoints show it.
+#: ``--events`` or a SPEC argument runs the shipped spec instead.
+DEFAULT_OVERRIDES: dict[str, dict[str, int]] = {
+    "nexmark-q20-join": {"events": 100_000, "rate": 10_000},
+    "nexmark-q18-dedup": {"events": 100_000, "rate": 10_000},
+}
 DEFAULT_REPETITIONS = 3
 #: statebench's backends and Flink's own as reference lanes (issue 12: the published comparison
 #: is both, per strategy).
@@ -62,6 +74,16 @@ def load_specs(names: Sequence[str], events: int | None = None) -> list[Workload
             raise PlanError(f"workload '{spec.name}' is given twice (two SPECs of one name)")
         seen.add(spec.name)
     return specs
+
+
+def default_specs(events: int | None = None) -> list[WorkloadSpec]:
+    """The default comparison's specs: ``DEFAULT_SPECS`` with ``DEFAULT_OVERRIDES`` applied,
+    or every one scaled to ``events`` when given (as ``load_specs``)."""
+    if events is not None:
+        return load_specs(DEFAULT_SPECS, events)
+    return [spec.with_overrides(**DEFAULT_OVERRIDES.get(spec.name, {}))
+            if spec.name in DEFAULT_OVERRIDES else spec
+            for spec in load_specs(DEFAULT_SPECS)]
 
 
 def comparison_configs(specs: Sequence[WorkloadSpec], **options: Any) -> list[RunConfig]:

@@ -120,10 +120,11 @@ class RunConfig:
         if self.spec.operator is not None:
             from workloads.operators import UnsupportedOperator, check_supported
 
-            try:  # before any job: a kind not emulated, or a lane without operator kinds
-                for kind in self.backends:
-                    if not sql_lanes.is_sql_lane(kind):  # flink-sql: checked just below
-                        check_supported(self.spec.operator.kind, kind)
+            try:  # before any job: a kind not emulated, or no lane that runs operator kinds
+                check_supported(self.spec.operator.kind)
+                lanes = [k for k in self.backends if operator_lane_reason(self, k) is None]
+                if not lanes:  # only lanes without operator kinds: nothing would run
+                    check_supported(self.spec.operator.kind, self.backends[0])
             except UnsupportedOperator as exc:
                 raise PlanError(str(exc)) from None
 
@@ -151,7 +152,7 @@ class RunConfig:
         from workloads.limits import flink_lane_problem
 
         for kind in self.backends:
-            if not flink_lanes.is_lane(kind):
+            if not flink_lanes.is_lane(kind) or operator_lane_reason(self, kind) is not None:
                 continue
             for label in self.strategy_labels:
                 if flink_lanes.not_applicable_reason(kind, self.cleanup_of(label)) is not None:
@@ -240,6 +241,22 @@ class NotApplicable:
         return {"backend": self.backend, "strategy": self.strategy, "reason": self.reason}
 
 
+def operator_lane_reason(cfg: RunConfig, kind: str) -> str | None:
+    """Why lane ``kind`` cannot run ``cfg``'s ``[operator]`` spec (None: it can, or the spec is
+    key-value traffic). A comparison that mixes lanes lists such a lane's scenarios as not
+    applicable, as it lists strategies a backend cannot run, instead of refusing the run;
+    flink-sql's own refusals are ``_check_sql_lanes``'s."""
+    if cfg.spec.operator is None or sql_lanes.is_sql_lane(kind):
+        return None
+    from workloads.operators import UnsupportedOperator, check_supported
+
+    try:
+        check_supported(cfg.spec.operator.kind, kind)
+    except UnsupportedOperator as exc:
+        return str(exc)
+    return None
+
+
 def plan_scenarios(cfg: RunConfig) -> tuple[list[Scenario], list[NotApplicable]]:
     """Runnable scenarios (backend-major order) and the skipped ones with their reasons."""
     runnable: list[Scenario] = []
@@ -248,12 +265,14 @@ def plan_scenarios(cfg: RunConfig) -> tuple[list[Scenario], list[NotApplicable]]
     for kind in cfg.backends:
         for label in cfg.strategy_labels:
             strategy = backends.parse_strategy(cfg.cleanup_of(label))
-            if flink_lanes.is_lane(kind):
+            # first, a lane that cannot run the spec's operator kind at all
+            reason = operator_lane_reason(cfg, kind)
+            if reason is None and flink_lanes.is_lane(kind):
                 reason = flink_lanes.not_applicable_reason(kind, cfg.cleanup_of(label))
-            elif sql_lanes.is_sql_lane(kind):
+            elif reason is None and sql_lanes.is_sql_lane(kind):
                 reason = sql_lanes.not_applicable_reason(kind, cfg.cleanup_of(label),
                                                          cfg.spec.state.ttl_ms is not None)
-            else:
+            elif reason is None:
                 reason = strategy.not_applicable_reason(kind, wall_clock_driven(tc, label))
             if reason is None:
                 runnable.append(Scenario(kind, label))
