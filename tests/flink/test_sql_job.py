@@ -299,12 +299,14 @@ def test_rocksdb_state_with_a_ttl_plateaus_as_compactions_drop_expired_entries(
     """RocksDB's estimate of the dedup's entries: without TTL it keeps growing with the pairs
     seen; with a 100 ms TTL SQL's compaction filter (on the paced clock) drops expired pairs
     whenever RocksDB compacts, so the estimate stays a fraction of it."""
-    grow = [s["estimate-num-keys"] for s in reports["dedup"]["state_samples"]]
+    samples = reports["dedup"]["state_samples"]
+    grow = [s["estimate-num-keys"] for s in samples]
+    early = [s["estimate-num-keys"] for s in samples if s["clock_ms"] < 700]
     bounded = [s["estimate-num-keys"] for s in reports["dedup_ttl"]["state_samples"]]
     _, table = events
     pairs = dedup_reference(table)["+I"]
     assert 0.8 * pairs <= max(grow) <= 1.25 * pairs  # the estimate follows the pairs
-    assert max(grow) > 2 * grow[len(grow) // 3]
+    assert max(early, default=0) < 0.8 * max(grow)  # and grows with them over the run
     assert max(bounded[len(bounded) // 2:]) < 0.5 * max(grow)
 
 
