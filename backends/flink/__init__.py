@@ -56,7 +56,7 @@ Control family (0x01-0x1F)                                         result
   0x05 COMPACT (RocksDB: compactState of every state; heap: nothing)    --
   0x06 COUNTS                                  [long numKeyValueStateEntries, map name->keys]
   0x07 SNAPSHOT i64 checkpoint id, str folder, u8 type (0 checkpoint, 1 canonical savepoint)
-                                   [long bytes, long checkpointed bytes, long sync ns, async ns]
+              [long bytes, long checkpointed bytes, long sync ns, async ns, long in place bytes]
   0x08 BENCH str op, u16 state id, i32 keys, i32 warm-up rounds, i32 rounds, i32 round ms
                                                            list of double ops/s per round
   0x09 CLOSE (dispose the backend and exit after this frame)           --

@@ -25,11 +25,13 @@ column) and one Java loop (``statebench.flink.Events``) applies them exactly as
                   [long records, long post-warm-up records, long busy ns, long expired returned,
                    list of latency (bucket index, count) pairs, flattened, long paced records
                    released, long late ones, list of schedule lag (bucket, count) pairs,
-                   list of EV_CHECKPOINT checkpoints, 7 longs each, flattened: id, bytes,
+                   list of EV_CHECKPOINT checkpoints, 8 longs each, flattened: id, bytes,
                    checkpointed bytes, sync ns, async ns, async thread CPU ns, wait ns (at its
-                   barrier, for the previous one), long post-warm-up records processed while
-                   an async phase ran, long their loop ns, long JVM GC ms and long GC count
-                   since the warm-up ended (GarbageCollectorMXBean, before that last wait)]
+                   barrier, for the previous one), bytes referred to in place (ForSt's file
+                   reuse, part of checkpointed bytes; 0 elsewhere), long post-warm-up
+                   records processed while an async phase ran, long their loop ns, long JVM
+                   GC ms and long GC count since the warm-up ended (GarbageCollectorMXBean,
+                   before that last wait)]
   0x44 EV_RESTORE  a fresh backend restored from the last checkpoint's handle (SNAPSHOT or
                    EV_CHECKPOINT, completed first), the lane's states registered again, then
                    disposed                                               long ns it took
@@ -185,6 +187,9 @@ class AsyncCheckpoint:
     async_ms: float
     async_cpu_ms: float
     wait_ms: float
+    #: ForSt: the part of checkpointed_bytes referred to in place on its primary folder (file
+    #: reuse, not written by this checkpoint); 0 elsewhere
+    in_place_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -217,8 +222,8 @@ def decode_stats(result: Any) -> LaneStats:
      gc_count) = result
     checkpoints = [
         AsyncCheckpoint(int(c[0]), int(c[1]), int(c[2]), c[3] / 1e6, c[4] / 1e6, c[5] / 1e6,
-                        c[6] / 1e6)
-        for c in (ckpts[i:i + 7] for i in range(0, len(ckpts), 7))]
+                        c[6] / 1e6, int(c[7]))
+        for c in (ckpts[i:i + 8] for i in range(0, len(ckpts), 8))]
     return LaneStats(int(records), int(post), int(busy), int(bad), _pairs(flat), int(released),
                      int(late), _pairs(lags), checkpoints, int(during), int(during_ns),
                      int(gc_ms), int(gc_count))

@@ -164,12 +164,16 @@ class Batch:
     def snapshot(self, checkpoint_id: int, folder: str | os.PathLike,
                  savepoint: bool = False) -> Batch:
         """Flink's own snapshot() (or a canonical savepoint) into `folder`. Result: dict with
-        bytes, checkpointed_bytes (uploaded), sync_ms, async_ms."""
+        bytes, checkpointed_bytes (uploaded, as Flink's handle counts it), sync_ms, async_ms, and
+        in_place_bytes: on ForSt, the part of checkpointed_bytes it refers to in place on its
+        primary folder instead of copying (file reuse: ForSt does it when the primary folder
+        lies under `folder`/shared, Flink's primary-dir: checkpoint-dir); 0 elsewhere."""
         self._buf += _Q.pack(wire.SNAPSHOT, checkpoint_id)
         wire.put_str(self._buf, str(folder))
         self._buf.append(1 if savepoint else 0)
         self._expect(lambda r: {"bytes": r[0], "checkpointed_bytes": r[1],
-                                     "sync_ms": r[2] / 1e6, "async_ms": r[3] / 1e6})
+                                     "sync_ms": r[2] / 1e6, "async_ms": r[3] / 1e6,
+                                     "in_place_bytes": r[4]})
         return self
 
     def bench(self, state: FlinkState, op: str, keys: int = 20_000, warmup: int = 2,

@@ -212,3 +212,41 @@ def test_the_forst_lane_runs_inside_spark_executors(tmp_path: Path) -> None:
                    "expired_returned"):
         got = _per_task(out.rows, scenario, metric)
         assert got and got == _per_task(here.rows, scenario, metric), metric
+
+
+def _bytes_under(folder: Path, leave_out: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*")
+               if p.is_file() and leave_out not in p.parents)
+
+
+@pytest.mark.parametrize("primary_under_checkpoint", [True, False])
+def test_forst_refers_to_its_files_when_the_primary_is_under_the_checkpoint(
+        tmp_path: Path, primary_under_checkpoint: bool) -> None:
+    """ForSt's fast checkpoints: with its primary folder under the checkpoint's shared folder
+    (Flink's primary-dir: checkpoint-dir), an incremental checkpoint refers to the DB's SST files
+    in place and writes little more than metadata; with a separate primary folder (the lane's)
+    it copies them. Flink's checkpointed size counts the new files either way."""
+    checkpoints = tmp_path / "ckpt"
+    primary = (checkpoints / "shared" / "primary" if primary_under_checkpoint
+               else tmp_path / "primary")
+    with FlinkWorker("forst", path=tmp_path / "local", primary_path=primary,
+                     incremental_checkpoints=True) as worker:
+        v = worker.register(B.ValueStateDescriptor("v", B.Types.LONG()))
+        taken = []
+        for checkpoint in (1, 2):
+            b = worker.batch().set_time(checkpoint)
+            for k in range(5_000):
+                b.set_key(checkpoint * 100_000 + k).value_update(v, k)
+            b.flush_memtables().flush()
+            [result] = worker.batch().snapshot(checkpoint, checkpoints).flush()
+            taken.append(result)
+        written = _bytes_under(checkpoints, primary)
+    new_files = sum(c["checkpointed_bytes"] for c in taken)
+    in_place = sum(c["in_place_bytes"] for c in taken)
+    if primary_under_checkpoint:
+        assert 0 < in_place <= new_files
+        assert written < new_files - in_place + 64_000  # only metadata besides the copies
+        assert written < new_files / 3
+    else:
+        assert in_place == 0
+        assert written >= new_files

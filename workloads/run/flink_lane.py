@@ -412,12 +412,13 @@ class FlinkLaneOperator:
             if not self.cfg.emit_series:
                 continue
             step, t = barrier.index, barrier.time_ms
-            values = (c.bytes, c.checkpointed_bytes, c.sync_ms, c.sync_ms + c.async_ms)
+            # ForSt's files referred to in place were not uploaded (0 with a separate primary)
+            uploaded = c.checkpointed_bytes - c.in_place_bytes
+            values = (c.bytes, uploaded, c.sync_ms, c.sync_ms + c.async_ms)
             for metric, value in zip(CHECKPOINT_METRICS, values):
                 add(task, step, t, metric, value, "bytes" if metric.endswith("bytes") else "ms")
             if self.kind == "forst":  # ForSt's claim: checkpoints mostly refer to files
-                add(task, step, t, "checkpoint_referenced_bytes",
-                    c.bytes - c.checkpointed_bytes, "bytes")
+                add(task, step, t, "checkpoint_referenced_bytes", c.bytes - uploaded, "bytes")
             # Flink's async phase writes the snapshot's files: the upload, as ours
             for metric in CHECKPOINT_PHASE_METRICS:
                 add(task, step, t, metric, c.async_ms, "ms")

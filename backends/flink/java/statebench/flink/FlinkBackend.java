@@ -30,7 +30,11 @@ import org.apache.flink.runtime.state.AbstractKeyedStateBackend;
 import org.apache.flink.runtime.state.CheckpointStorageLocationReference;
 import org.apache.flink.runtime.state.CompositeStateHandle;
 import org.apache.flink.runtime.state.KeyGroupRange;
+import org.apache.flink.runtime.state.IncrementalKeyedStateHandle;
+import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
 import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.state.StreamStateHandle;
+import org.apache.flink.runtime.state.filesystem.FileStateHandle;
 import org.apache.flink.runtime.state.LocalRecoveryConfig;
 import org.apache.flink.runtime.state.SavepointResources;
 import org.apache.flink.runtime.state.SavepointSnapshotStrategy;
@@ -39,6 +43,7 @@ import org.apache.flink.runtime.state.SnapshotStrategyRunner;
 import org.apache.flink.runtime.state.UncompressedStreamCompressionDecorator;
 import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.runtime.state.VoidNamespaceSerializer;
+import org.apache.flink.runtime.state.filesystem.FsCheckpointStorageLocation;
 import org.apache.flink.runtime.state.filesystem.FsCheckpointStreamFactory;
 import org.apache.flink.runtime.state.heap.HeapKeyedStateBackend;
 import org.apache.flink.runtime.state.heap.HeapKeyedStateBackendBuilder;
@@ -251,7 +256,8 @@ final class FlinkBackend implements AutoCloseable {
     /** The handles of the checkpoints taken, in order (the event lane's timed restore). */
     final List<KeyedStateHandle> checkpoints = new ArrayList<>();
     /** Asynchronous checkpoints completed, in order: [id, bytes, checkpointed bytes, sync ns,
-     *  async ns, async thread CPU ns, ns the task waited at its barrier for the previous one]. */
+     *  async ns, async thread CPU ns, ns the task waited at its barrier for the previous one,
+     *  bytes referred to in place (ForSt, {@link #inPlace})]. */
     final List<long[]> asyncCheckpoints = new ArrayList<>();
     /** Checkpoints whose asynchronous phase may still run, oldest first (their phases run one
      *  after the other on the checkpoint thread). Read and written by the task thread only. */
@@ -649,11 +655,28 @@ final class FlinkBackend implements AutoCloseable {
         return out;
     }
 
-    private static FsCheckpointStreamFactory streamFactory(String folder) throws Exception {
-        File dir = new File(folder);
+    /**
+     * Where a snapshot's files go: an FsCheckpointStreamFactory over `folder` (its shared files
+     * under folder/shared). ForSt gets the FsCheckpointStorageLocation a Flink task gets from
+     * its checkpoint storage, the one kind of factory ForSt reuses its own files with: when its
+     * primary folder lies under folder/shared (Flink's primary-dir: checkpoint-dir), a
+     * checkpoint refers to the DB's SST files instead of copying them.
+     */
+    private FsCheckpointStreamFactory streamFactory(String folder) throws Exception {
+        File dir = new File(folder).getAbsoluteFile();
         File shared = new File(dir, "shared");
+        File owned = new File(dir, "taskowned");
         if (!shared.isDirectory() && !shared.mkdirs()) {
             throw new IllegalArgumentException("cannot create snapshot folder " + shared);
+        }
+        if (options.forst) {
+            if (!owned.isDirectory() && !owned.mkdirs()) {
+                throw new IllegalArgumentException("cannot create snapshot folder " + owned);
+            }
+            // file: URIs, as ForSt names its primary folder (it compares the two as strings)
+            return new FsCheckpointStorageLocation(FileSystem.getLocalFileSystem(),
+                    new Path(dir.toURI()), new Path(shared.toURI()), new Path(owned.toURI()),
+                    CheckpointStorageLocationReference.getDefault(), 0, 4096);
         }
         return new FsCheckpointStreamFactory(
                 FileSystem.getLocalFileSystem(), new Path(dir.toURI()), new Path(shared.toURI()),
@@ -664,7 +687,7 @@ final class FlinkBackend implements AutoCloseable {
      * Flink's own snapshot into an FsCheckpointStreamFactory over `folder`: a checkpoint (type 0)
      * or a canonical savepoint (type 1), both phases on the calling thread (after any
      * asynchronous checkpoint in flight completed). Returns [state bytes, checkpointed (uploaded)
-     * bytes, synchronous ns, asynchronous ns].
+     * bytes, synchronous ns, asynchronous ns, bytes referred to in place ({@link #inPlace})].
      */
     List<Object> snapshot(long checkpointId, String folder, int type) throws Exception {
         completePending();
@@ -701,7 +724,32 @@ final class FlinkBackend implements AutoCloseable {
         out.add(checkpointed(handle));
         out.add(sync);
         out.add(async);
+        out.add(inPlace(handle));
         return out;
+    }
+
+    /**
+     * ForSt: bytes of this checkpoint's new shared files that it refers to in place on the
+     * primary folder instead of copying them (ForSt's file reuse; Flink's checkpointed size
+     * counts them as new all the same). 0 on the other backends, and when the primary folder is
+     * not a local one.
+     */
+    long inPlace(KeyedStateHandle handle) {
+        if (!options.forst || options.primaryDir == null || options.primaryDir.contains("://")
+                || !(handle instanceof IncrementalRemoteKeyedStateHandle)) {
+            return 0L;
+        }
+        String root = new File(options.primaryDir).getAbsoluteFile().toURI().getPath();
+        long bytes = 0;
+        for (IncrementalKeyedStateHandle.HandleAndLocalPath p
+                : ((IncrementalRemoteKeyedStateHandle) handle).getSharedState()) {
+            StreamStateHandle h = p.getHandle();
+            if (h instanceof FileStateHandle
+                    && ((FileStateHandle) h).getFilePath().toUri().getPath().startsWith(root)) {
+                bytes += h.getStateSize();
+            }
+        }
+        return bytes;
     }
 
     private static long size(KeyedStateHandle handle) {
@@ -788,7 +836,7 @@ final class FlinkBackend implements AutoCloseable {
             checkpoints.add(handle);
         }
         asyncCheckpoints.add(new long[] {p.id, size(handle), checkpointed(handle), p.syncNs,
-                p.asyncNs, p.asyncCpuNs, p.waitNs});
+                p.asyncNs, p.asyncCpuNs, p.waitNs, inPlace(handle)});
     }
 
     @Override
