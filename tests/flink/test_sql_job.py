@@ -442,8 +442,8 @@ def test_the_real_job_agrees_with_the_emulated_operator(kind: str, tmp_path: Pat
           f"late records {_peak(rows, 'flink-sql', 'late_records_share'):.0%}")
     if kind == "tumbling_window":
         # no bound holds: RocksDB's estimate counts each accumulator overwrite until a
-        # compaction and subtracts each deletion twice - 0.35x to 0.75x of the emulation's
-        # entries in five runs, by when the memtables flushed
+        # compaction and subtracts each deletion twice - 0.35x to 0.83x of the emulation's
+        # entries in six runs, by when the memtables flushed
         assert real > 0
     else:
         assert 1 / TOLERANCE <= real / emulated <= TOLERANCE
