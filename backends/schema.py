@@ -19,7 +19,7 @@ from typing import Any
 
 from backends.errors import StateMigrationError
 from backends.storage.layout import RawStateSpec
-from backends.types import _SINGLETONS, RowType, TypeInformation, type_from_snapshot
+from backends.types import SINGLETON_TYPES, RowType, TypeInformation, type_from_snapshot
 
 _WIDENING = ["INT", "LONG", "FLOAT", "DOUBLE"]
 
@@ -103,7 +103,7 @@ def _current_version(snap: Mapping) -> int | None:
     name = snap.get("type")
     if name == "ROW":
         return RowType.version
-    cls = type(_SINGLETONS[name]) if name in _SINGLETONS else None
+    cls = type(SINGLETON_TYPES[name]) if name in SINGLETON_TYPES else None
     return None if cls is None else cls.version
 
 

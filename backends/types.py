@@ -283,37 +283,37 @@ class Types:
 
     @staticmethod
     def LONG() -> LongType:
-        return _SINGLETONS["LONG"]
+        return SINGLETON_TYPES["LONG"]
 
     @staticmethod
     def INT() -> IntType:
-        return _SINGLETONS["INT"]
+        return SINGLETON_TYPES["INT"]
 
     @staticmethod
     def DOUBLE() -> DoubleType:
-        return _SINGLETONS["DOUBLE"]
+        return SINGLETON_TYPES["DOUBLE"]
 
     @staticmethod
     def FLOAT() -> FloatType:
-        return _SINGLETONS["FLOAT"]
+        return SINGLETON_TYPES["FLOAT"]
 
     @staticmethod
     def BOOLEAN() -> BooleanType:
-        return _SINGLETONS["BOOLEAN"]
+        return SINGLETON_TYPES["BOOLEAN"]
 
     @staticmethod
     def STRING() -> StringType:
-        return _SINGLETONS["STRING"]
+        return SINGLETON_TYPES["STRING"]
 
     @staticmethod
     def BYTES() -> BytesType:
-        return _SINGLETONS["BYTES"]
+        return SINGLETON_TYPES["BYTES"]
 
     @staticmethod
     def PRIMITIVE_ARRAY(element: TypeInformation) -> BytesType:  # PyFlink's BYTE array spelling
         if not isinstance(element, BytesType):
             raise TypeError("only PRIMITIVE_ARRAY(Types.BYTE()) is supported; use Types.BYTES()")
-        return _SINGLETONS["BYTES"]
+        return SINGLETON_TYPES["BYTES"]
 
     @staticmethod
     def ROW_NAMED(
@@ -326,7 +326,7 @@ class Types:
     RECORD = ROW_NAMED
 
 
-_SINGLETONS: dict[str, TypeInformation] = {
+SINGLETON_TYPES: dict[str, TypeInformation] = {
     "LONG": LongType(),
     "INT": IntType(),
     "DOUBLE": DoubleType(),
@@ -347,6 +347,6 @@ def type_from_snapshot(snap: Mapping) -> TypeInformation:
             [type_from_snapshot(f["type"]) for f in fields],
             {f["name"]: f["default"] for f in fields if "default" in f},
         )
-    if name not in _SINGLETONS:
+    if name not in SINGLETON_TYPES:
         raise ValueError(f"unknown serialized type '{name}' in snapshot metadata")
-    return _SINGLETONS[name]
+    return SINGLETON_TYPES[name]

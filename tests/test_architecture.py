@@ -314,3 +314,36 @@ def test_private_write_check_can_fail(tmp_path: Path) -> None:
         "bad.py:2 backend._raw", "bad.py:3 backend._closed", "bad.py:7 other._raw"]
     assert foreign_private_writes(bad, "def f(b):\n    return b._raw.get(1)\n", reads=True) == [
         "bad.py:2 b._raw"]
+
+
+# --------------------------------------------------------------------------- private imports
+def private_imports(path: Path, source: str | None = None) -> list[str]:
+    """`from <project module> import _name` in one file: a private name used across modules.
+    A leading underscore says "only this module relies on it"; importing it elsewhere hides a
+    dependency its owner cannot see (the CLI's commands once imported each other's `_positive`)."""
+    tree = ast.parse(path.read_text() if source is None else source, str(path))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module and (
+                node.module.split(".")[0] in ("backends", "workloads", "bench")):
+            out += [f"{path.name}:{node.lineno} {node.module}.{a.name}" for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")]
+    return out
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    problems = []
+    for package in ("backends", "workloads", "bench"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            problems += private_imports(path)
+    assert not problems, "private names imported from another module: " + ", ".join(problems)
+
+
+def test_private_import_check_can_fail(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    source = ("from workloads.cli.options import _positive, positive\n"
+              "from __future__ import annotations\n"
+              "from backends.types import __all__\n"
+              "def f():\n    from backends.types import _SECRET\n")
+    assert private_imports(bad, source) == [
+        "bad.py:1 workloads.cli.options._positive", "bad.py:5 backends.types._SECRET"]

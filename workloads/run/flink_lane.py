@@ -183,6 +183,24 @@ def _warm_up(worker: FlinkWorker, spec: events.LaneSpec, kind: str, ttl_ms: int 
                 + events.encode_restore())
 
 
+#: Where flink-forst keeps its primary folder: "separate" (default: a folder of the task's own
+#: beside its working folder, so ForSt copies its files into every checkpoint, as RocksDB
+#: does) or "checkpoint" (under the task's checkpoint folder's shared/, Flink's
+#: ``state.backend.forst.primary-dir: checkpoint-dir``, the V2 default: checkpoints then refer
+#: to the DB's files in place; with checkpoints off the folder stays separate).
+FORST_PRIMARY_ENV = "STATEBENCH_FORST_PRIMARY"
+FORST_PRIMARY_CHOICES = ("separate", "checkpoint")
+
+
+def forst_primary() -> str:
+    """The flink-forst primary folder's place (FORST_PRIMARY_ENV), checked."""
+    text = os.environ.get(FORST_PRIMARY_ENV, "separate")
+    if text not in FORST_PRIMARY_CHOICES:
+        raise ValueError(f"{FORST_PRIMARY_ENV}={text!r}: expected one of "
+                         f"{', '.join(FORST_PRIMARY_CHOICES)}")
+    return text
+
+
 def _release(worker: FlinkWorker) -> None:
     with _idle_lock:
         if not _idle:
@@ -205,7 +223,7 @@ def close_idle_workers() -> None:
 # ------------------------------------------------------------------------------------------------
 
 
-def _compaction_options(strategy: str, rocksdb_options: dict[str, Any]
+def compaction_options(strategy: str, rocksdb_options: dict[str, Any]
                         ) -> tuple[int, int | None]:
     """(query_time_after_num_entries, periodic compaction ms) the worker opens with: Flink 2.x
     sets both per backend with its compaction filter, so they come from the scenario's
@@ -263,9 +281,17 @@ class FlinkLaneOperator:
         self._ckpt_target = self._checkpoint_target()
         self._last_checkpoint: Barrier | None = None
         self._local = tempdirs.make(f"statebench-flink-t{task}-", dir=local_root(cfg))
-        # ForSt's primary ("remote") folder: a separate folder of the task's own
-        self._primary = (tempdirs.make(f"statebench-forst-primary-t{task}-", dir=local_root(cfg))
-                         if self.kind == "forst" else None)
+        # ForSt's primary ("remote") folder: a separate folder of the task's own, or with
+        # FORST_PRIMARY_ENV=checkpoint one under the task's checkpoint folder (forst_primary)
+        self._primary_in_checkpoint = False
+        self._primary = None
+        if self.kind == "forst":
+            if forst_primary() == "checkpoint" and self._ckpt_target is not None:
+                self._primary = f"{self._ckpt_target}/shared/forst-primary"
+                self._primary_in_checkpoint = True
+            else:
+                self._primary = tempdirs.make(f"statebench-forst-primary-t{task}-",
+                                              dir=local_root(cfg))
         self.worker: FlinkWorker | None = None
         try:
             self._open()
@@ -275,7 +301,7 @@ class FlinkLaneOperator:
 
     def _open(self) -> None:
         cfg = self.cfg
-        query, periodic = _compaction_options(cfg.cleanup or cfg.strategy,
+        query, periodic = compaction_options(cfg.cleanup or cfg.strategy,
                                               dict(cfg.rocksdb_options))
         options: dict[str, Any] = {
             "max_parallelism": cfg.max_parallelism,
@@ -512,5 +538,5 @@ class FlinkLaneOperator:
             else:
                 _release(worker)
         tempdirs.remove(self._local)
-        if self._primary is not None:
-            tempdirs.remove(self._primary)
+        if self._primary is not None and not self._primary_in_checkpoint:
+            tempdirs.remove(self._primary)  # (one in the checkpoint folder goes with it)

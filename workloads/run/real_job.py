@@ -37,7 +37,7 @@ from backends.flink.real_job import EventFile, RealJobConfig, run_real_job
 from backends.flink.register import rocksdb_configuration, ttl_fields
 from workloads.run.config import OperatorConfig
 from workloads.run.engines.inprocess import InProcessEngine, data_facts
-from workloads.run.flink_lane import _compaction_options
+from workloads.run.flink_lane import compaction_options
 from workloads.run.plan import DataFacts, RunConfig, Scenario, operator_config, spec_time_frame
 from workloads.run.runner import run
 from workloads.run.source import keyed_table
@@ -162,7 +162,7 @@ def real_job_config(cfg: RunConfig, facts: DataFacts, lane: str, strategy: str,
     """The job of one lane x strategy: its TTL fields, compaction-filter settings, RocksDB
     options and checkpoint mode exactly as the lane opens its worker (flink_lane._open)."""
     op = operator_config(cfg, Scenario(lane, strategy), 0, facts)
-    query, periodic = _compaction_options(op.cleanup or op.strategy, dict(op.rocksdb_options))
+    query, periodic = compaction_options(op.cleanup or op.strategy, dict(op.rocksdb_options))
     kind = LANES[lane]
     counts = dict(facts.task_counts)  # keyed subtask i is task i: the same key-group ranges
     warmups = tuple(int(counts.get(t, 0) * op.warmup_fraction) for t in range(op.parallelism))
