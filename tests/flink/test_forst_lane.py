@@ -25,7 +25,12 @@ from backends.flink.lanes import (
 from backends.flink.register import FORST_CONFIG_KEYS, ROCKSDB_CONFIG_KEYS, forst_configuration
 from tests.runner.conftest import mixed_spec, small_spec, spark_session
 from workloads.run.engines.inprocess import run_in_process
-from workloads.run.flink_lane import WARMUP_ENV, close_idle_workers
+from workloads.run.flink_lane import (
+    FORST_PRIMARY_ENV,
+    WARMUP_ENV,
+    close_idle_workers,
+    forst_primary,
+)
 from workloads.run.plan import RunConfig
 
 LANES = ("flink-rocksdb", "flink-forst")
@@ -250,3 +255,31 @@ def test_forst_refers_to_its_files_when_the_primary_is_under_the_checkpoint(
     else:
         assert in_place == 0
         assert written >= new_files
+
+
+def test_the_primary_folder_under_the_checkpoint_folder(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """STATEBENCH_FORST_PRIMARY=checkpoint: the lane's ForSt keeps its DB under the task's
+    checkpoint folder (Flink's primary-dir: checkpoint-dir), its checkpoints upload a fraction
+    of their size and refer to the rest; the state is the same as with a separate folder."""
+    spec = small_spec("sessions-churn", events=6_000).with_overrides(
+        checkpoints__max_in_flight=1)
+    outs = {}
+    for place in ("separate", "checkpoint"):
+        monkeypatch.setenv(FORST_PRIMARY_ENV, place)
+        outs[place] = run_in_process(RunConfig(
+            spec, backends=("flink-forst",), strategies=("none",),
+            checkpoint_root=str(tmp_path / place), run_id=place))
+    scenario = "sessions-churn/flink-forst/none"
+    for metric in ("live_entries", "expired_present_entries", "checkpoint_bytes"):
+        assert (_per_task(outs["checkpoint"].rows, scenario, metric)
+                == _per_task(outs["separate"].rows, scenario, metric)), metric
+    full = _per_task(outs["checkpoint"].rows, scenario, "checkpoint_bytes")
+    uploaded = _per_task(outs["checkpoint"].rows, scenario, "checkpoint_uploaded_bytes")
+    separate = _per_task(outs["separate"].rows, scenario, "checkpoint_uploaded_bytes")
+    assert all(uploaded[key] < separate[key] for key in full)
+    assert sum(uploaded.values()) < sum(full.values()) / 2  # (the metadata is uploaded)
+    assert _per_task(outs["checkpoint"].rows, scenario, "restore_ms")[(-1, 2)] > 0
+    monkeypatch.setenv(FORST_PRIMARY_ENV, "s3")
+    with pytest.raises(ValueError, match="expected one of separate, checkpoint"):
+        forst_primary()

@@ -4,7 +4,9 @@ Backends ``flink-heap``, ``flink-rocksdb`` and ``flink-forst`` run each task in 
 (``backends.flink``) holding Flink 2.x's HeapKeyedStateBackend, RocksDBKeyedStateBackend or
 ForSt's ForStSyncKeyedStateBackend with the task's key-group range and max parallelism.
 ForSt's working folder is the task's local folder; its DB files live on a primary folder of the
-task's own (a separate folder beside it, Flink's "remote" directory), and its samples add
+task's own (a separate folder beside it, Flink's "remote" directory; with
+``STATEBENCH_FORST_PRIMARY=checkpoint`` under the task's checkpoint folder instead, where ForSt's
+checkpoints refer to its files in place), and its samples add
 ``physical_local_bytes`` / ``physical_primary_bytes`` (files on disk in each). The task's
 record batches cross as fixed binary columns (``backends.flink.events``), and one Java loop
 applies them exactly as statebench's operator does (``workloads/run/hotloop.py``), so the rows
