@@ -202,7 +202,15 @@ final class Events implements CommandFamily {
     }
 
     static void install(Worker worker) {
-        worker.register(FIRST, LAST, new Events());
+        Events events = new Events();
+        worker.register(FIRST, LAST, events);
+        Operators.install(worker, events);
+    }
+
+    /** The lane EV_CHECKPOINT, EV_WAIT and EV_STATS measure: one an operator family opened
+     *  (statebench.flink.Operators' OP_OPEN runs its own record loop on it). */
+    void use(Lane l) {
+        lane = l;
     }
 
     @Override

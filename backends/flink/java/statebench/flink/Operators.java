@@ -1,0 +1,744 @@
+package statebench.flink;
+
+import org.apache.flink.api.common.state.MapState;
+import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.State;
+import org.apache.flink.api.common.state.StateDescriptor;
+import org.apache.flink.api.common.state.StateTtlConfig;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.api.common.typeutils.base.IntSerializer;
+import org.apache.flink.api.common.typeutils.base.LongSerializer;
+import org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerializer;
+import org.apache.flink.api.java.tuple.Tuple4;
+import org.apache.flink.api.java.tuple.Tuple6;
+import org.apache.flink.api.java.typeutils.runtime.TupleSerializer;
+import org.apache.flink.runtime.state.AbstractKeyedStateBackend;
+import org.apache.flink.runtime.state.KeyGroupedInternalPriorityQueue;
+import org.apache.flink.runtime.state.VoidNamespace;
+import org.apache.flink.runtime.state.VoidNamespaceSerializer;
+import org.apache.flink.runtime.state.internal.InternalKvState;
+import org.apache.flink.streaming.api.operators.TimerHeapInternalTimer;
+import org.apache.flink.streaming.api.operators.TimerSerializer;
+import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The operator command family (opcodes 0x50-0x5F): workloads/operators' emulated Flink operators
+ * run against Flink's own keyed state backend, access for access as the Python emulation.
+ *
+ * <p>Each kind ({@link Op} subclasses) registers the states of the Python module it mirrors, with
+ * the same names and the spec's TTL, and makes the same reads, writes and deletes per record:
+ * dedup ({@code RowTimeDeduplicateFunction}: value {@code deduplicate-state}), regular_join
+ * ({@code StreamingJoinOperator}: maps {@code left-records}/{@code right-records}, record ->
+ * count, the records as Flink tuples of 4 and 6 fields), tumbling and sliding windows
+ * ({@code WindowOperator}: value {@code window-contents} in one namespace per window, Flink's
+ * {@link TimeWindow} and its serializer, as WindowOperator keeps it) and group_agg
+ * ({@code GroupAggFunction}: value {@code accState}). Where the emulation keeps a window as a
+ * map entry keyed by the window's end, this keeps it as Flink does: a value in the window's
+ * namespace (one get and one put per record, one get and one clear at firing).
+ *
+ * <p>Timers are the keyed backend's own priority-queue state, created as InternalTimerServiceImpl
+ * creates its event-time queue ({@code keyedBackend.create("_timer_state/event_window-timers",
+ * TimerSerializer)}): a HeapPriorityQueueSet on the heap backend, a RocksDB column family on
+ * RocksDB (FlinkBackend builds it with PriorityQueueStateType.ROCKSDB, Flink's default of
+ * state.backend.rocksdb.timer-service.factory). The watermark is the emulation's, max ts -
+ * bound - 1 advanced before each record; OP_FINISH is the final watermark (Long.MAX_VALUE).
+ *
+ * <p>The record loop, clock, pacing, warm-up and busy-time bookkeeping are the event lane's
+ * ({@link Events.Lane}, installed into {@link Events} so that EV_CHECKPOINT, EV_WAIT and
+ * EV_STATS work unchanged). Outputs are counted and hashed (kind and values, FNV-1a over longs
+ * then a splitmix64 finaliser; backends/flink/operators.py computes the same hash): with a TTL
+ * the operator keeps the multiset of its output hashes and OP_FINISH replays the task's input on
+ * a fresh heap backend without TTL in this JVM, as the emulation's reference run, to count the
+ * outputs that differ (ttl_changed_results).
+ *
+ * <p>Layouts: backends/flink/operators.py.
+ */
+final class Operators implements CommandFamily {
+    static final int OP_OPEN = 0x50;
+    static final int OP_APPLY = 0x51;
+    static final int OP_SAMPLE = 0x52;
+    static final int OP_FINISH = 0x53;
+    static final int FIRST = 0x50;
+    static final int LAST = 0x5F;
+
+    static final int DEDUP = 0;
+    static final int REGULAR_JOIN = 1;
+    static final int TUMBLING = 2;
+    static final int SLIDING = 3;
+    static final int GROUP_AGG = 4;
+
+    static final int AGG_MAX = 0;
+    static final int AGG_SUM = 1;
+    static final int AGG_COUNT = 2;
+
+    // changelog kinds, as backends/flink/operators.py numbers them
+    static final long INSERT = 0;
+    static final long UPDATE_BEFORE = 1;
+    static final long UPDATE_AFTER = 2;
+
+    static final int BID = 2;
+    static final String TIMERS = "_timer_state/event_window-timers";
+    /** A timer's logical bytes in a sample: key 8 + timestamp 8 + TimeWindow 16. */
+    static final long TIMER_BYTES = 32;
+    /** Bytes of one row of OP_APPLY's columns. */
+    static final int ROW_BYTES = 8 + 8 + 1 + 8 + 8 + 8 + 4 + 8;
+
+    private final Events events;
+    private Op op;
+    private Params params;
+    private Events.Lane lane;
+    /** With a TTL: every OP_APPLY's columns, for the reference run without TTL. */
+    private final List<byte[]> inputs = new ArrayList<>();
+    private final List<Integer> inputRows = new ArrayList<>();
+
+    private Operators(Events events) {
+        this.events = events;
+    }
+
+    static void install(Worker worker, Events events) {
+        worker.register(FIRST, LAST, new Operators(events));
+    }
+
+    /** What an operator kind is parameterised by (OP_OPEN). */
+    static final class Params {
+        int kind;
+        long bound;
+        long windowMs;
+        long slideMs;
+        int agg;
+        boolean retention;
+    }
+
+    @Override
+    public void execute(Worker worker, int opcode, Wire.In in, Wire.Out out) throws Exception {
+        FlinkBackend b = worker.backend();
+        switch (opcode) {
+            case OP_OPEN:
+                open(b, in);
+                return;
+            case OP_APPLY:
+                apply(b, in);
+                return;
+            case OP_SAMPLE: {
+                long now = in.i64();
+                Events.Lane l = lane();
+                long at = now == Long.MIN_VALUE ? l.wallNow() : now;
+                List<Object> result = new ArrayList<>(Census.take(b, l.ttlMs, at));
+                long timers = op.timers == null ? 0 : op.timers.size();
+                result.set(0, (Long) result.get(0) + timers);
+                result.set(2, (Long) result.get(2) + timers * TIMER_BYTES);
+                result.add(at);
+                out.result(result);
+                return;
+            }
+            case OP_FINISH:
+                lane();
+                out.result(finish(b));
+                return;
+            default:
+                throw new IllegalArgumentException("unknown operator opcode 0x"
+                        + Integer.toHexString(opcode));
+        }
+    }
+
+    private Events.Lane lane() {
+        if (lane == null || op == null) {
+            throw new IllegalStateException("no operator is open (OP_OPEN first)");
+        }
+        return lane;
+    }
+
+    /**
+     * OP_OPEN u8 kind, the TTL fields of EV_OPEN (i64 ttl ms, u8 update, u8 visibility, u8
+     * flags, i32 incremental size, u8 per record, i64 query time after num entries), u8 clock,
+     * f64 speedup, i64 start ms, i64 warm-up records, u8 latency histogram, i64
+     * out-of-orderness ms, i64 window ms, i64 slide ms, u8 aggregate, u8 retention.
+     */
+    private void open(FlinkBackend b, Wire.In in) throws Exception {
+        Params p = new Params();
+        p.kind = in.u8();
+        Events.Lane l = new Events.Lane();
+        l.ttlMs = in.i64();
+        StateTtlConfig ttl = FlinkBackend.readTtl(in, l.ttlMs);
+        int clock = in.u8();
+        l.wall = clock != Events.CLOCK_RECORD;
+        l.paced = clock == Events.CLOCK_PACED;
+        l.speedup = Double.longBitsToDouble(in.i64());
+        l.startMs = in.i64();
+        l.warmLeft = in.i64();
+        l.latency = in.u8() == 1;
+        p.bound = in.i64();
+        p.windowMs = in.i64();
+        p.slideMs = in.i64();
+        p.agg = in.u8();
+        p.retention = in.u8() == 1;
+        if (p.kind > GROUP_AGG) {
+            throw new IllegalArgumentException("unknown operator kind " + p.kind);
+        }
+        if (p.agg > AGG_COUNT) {
+            throw new IllegalArgumentException("unknown aggregate " + p.agg);
+        }
+        if ((p.kind == TUMBLING || p.kind == SLIDING) && (p.windowMs <= 0 || p.slideMs <= 0)) {
+            throw new IllegalArgumentException("window and slide must be > 0 ms, got "
+                    + p.windowMs + " and " + p.slideMs);
+        }
+        l.originNanos = System.nanoTime();
+        if (l.warmLeft <= 0) {
+            l.measureGc();
+        }
+        b.time.now = l.startMs;
+        op = make(p, b, ttl, true);
+        op.keepHashes = ttl != null;
+        params = p;
+        lane = l;
+        inputs.clear();
+        inputRows.clear();
+        events.use(l);
+    }
+
+    static Op make(Params p, FlinkBackend b, StateTtlConfig ttl, boolean census) throws Exception {
+        Op o;
+        switch (p.kind) {
+            case DEDUP:
+                o = new Dedup();
+                break;
+            case REGULAR_JOIN:
+                o = new RegularJoin();
+                break;
+            case GROUP_AGG:
+                o = new GroupAgg();
+                break;
+            default:
+                o = new Window();
+                break;
+        }
+        o.p = p;
+        o.fb = b;
+        o.backend = b.backend;
+        o.census = census;
+        o.bind(ttl);
+        return o;
+    }
+
+    /** OP_APPLY i32 n, then columns of n: key i64, ts i64, event type i8, person i64, auction
+     *  i64, price i64, category i32, expires i64. */
+    private void apply(FlinkBackend fb, Wire.In in) throws Exception {
+        Events.Lane l = lane();
+        ByteBuffer buf = in.buf;
+        int n = buf.getInt();
+        int base = buf.position();
+        int end = base + ROW_BYTES * n;
+        if (end > buf.limit()) {
+            throw new IllegalArgumentException("OP_APPLY of " + n + " rows is truncated");
+        }
+        if (op.keepHashes) {
+            byte[] copy = new byte[ROW_BYTES * n];
+            buf.get(copy);
+            inputs.add(copy);
+            inputRows.add(n);
+        }
+        buf.position(end);
+        Columns c = new Columns(buf, base, n);
+        FlinkBackend.LogicalTime time = fb.time;
+        Op o = op;
+        boolean wall = l.wall;
+        boolean paced = l.paced;
+        long lateMs = (long) l.speedup; // one real ms, in clock ms
+        boolean latency = l.latency;
+        long[] buckets = l.buckets;
+        long lastT = l.lastT;
+        long post = 0;
+        long postNanos = 0;
+        long warmLeft = l.warmLeft;
+        long during = 0;
+        long duringNanos = 0;
+        boolean async = !fb.inFlight.isEmpty();
+        long stamp = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            boolean inAsync = false;
+            if (async) {
+                async = fb.completeDone();
+                inAsync = async;
+            }
+            long ts = c.ts(i);
+            if (paced) {
+                l.waitUntil(ts);
+                long lag = l.wallNow() - ts;
+                l.lagBuckets[Events.bucket(lag * 1_000_000L)]++;
+                if (lag > lateMs) {
+                    l.late++;
+                }
+                l.released++;
+                stamp = System.nanoTime();
+            }
+            if (wall) {
+                time.now = l.wallNow();
+            } else if (ts != lastT) {
+                time.now = ts;
+                lastT = ts;
+            }
+            o.advance(ts);
+            o.element(c, i);
+            long now = System.nanoTime();
+            long took = now - stamp;
+            stamp = now;
+            if (warmLeft > 0) {
+                if (--warmLeft == 0) {
+                    l.measureGc();
+                }
+            } else {
+                post++;
+                postNanos += took;
+                if (inAsync) {
+                    during++;
+                    duringNanos += took;
+                }
+                if (latency) {
+                    buckets[Events.bucket(took)]++;
+                }
+            }
+        }
+        l.lastT = lastT;
+        l.warmLeft = warmLeft;
+        l.records += n;
+        l.postRecords += post;
+        l.postNanos += postNanos;
+        l.duringRecords += during;
+        l.duringNanos += duringNanos;
+    }
+
+    /**
+     * The end of input: the final watermark fires every timer (not busy time); with a TTL the
+     * reference run without TTL over the same input on a fresh heap backend of this task's key
+     * groups. [outputs, output digest, timers registered, timers fired, changed outputs,
+     * compared outputs (both -1 without a TTL)].
+     */
+    private List<Object> finish(FlinkBackend b) throws Exception {
+        op.advanceTo(Long.MAX_VALUE);
+        long changed = -1;
+        long compared = -1;
+        if (op.keepHashes) {
+            FlinkBackend.Options o = new FlinkBackend.Options();
+            o.maxParallelism = b.options.maxParallelism;
+            o.keyGroupStart = b.options.keyGroupStart;
+            o.keyGroupEnd = b.options.keyGroupEnd;
+            o.dir = new java.io.File(b.options.dir, "reference-" + System.nanoTime()).getPath();
+            try (FlinkBackend ref = new FlinkBackend(o)) {
+                ref.time.now = lane.startMs;
+                Op r = make(params, ref, null, false);
+                r.keepHashes = true;
+                for (int k = 0; k < inputs.size(); k++) {
+                    Columns c = new Columns(ByteBuffer.wrap(inputs.get(k)), 0, inputRows.get(k));
+                    for (int i = 0; i < c.n; i++) {
+                        r.advance(c.ts(i));
+                        r.element(c, i);
+                    }
+                }
+                r.advanceTo(Long.MAX_VALUE);
+                long[] diff = compare(op.hashes, r.hashes);
+                changed = diff[0];
+                compared = diff[1];
+            }
+            inputs.clear();
+            inputRows.clear();
+        }
+        List<Object> result = new ArrayList<>();
+        result.add(op.outputs);
+        result.add(op.digest);
+        result.add(op.registered);
+        result.add(op.fired);
+        result.add(changed);
+        result.add(compared);
+        return result;
+    }
+
+    /** [changed, compared] of two output multisets (workloads/operators/results.py). */
+    static long[] compare(Map<Long, long[]> a, Map<Long, long[]> b) {
+        long changed = 0;
+        long compared = 0;
+        for (Map.Entry<Long, long[]> e : a.entrySet()) {
+            long x = e.getValue()[0];
+            long[] other = b.get(e.getKey());
+            long y = other == null ? 0 : other[0];
+            changed += Math.abs(x - y);
+            compared += Math.max(x, y);
+        }
+        for (Map.Entry<Long, long[]> e : b.entrySet()) {
+            if (!a.containsKey(e.getKey())) {
+                changed += e.getValue()[0];
+                compared += e.getValue()[0];
+            }
+        }
+        return new long[] {changed, compared};
+    }
+
+    /** OP_APPLY's columns, read in place. */
+    static final class Columns {
+        final ByteBuffer buf;
+        final int n;
+        private final int keys;
+        private final int tss;
+        private final int types;
+        private final int persons;
+        private final int auctions;
+        private final int prices;
+        private final int categories;
+        private final int expires;
+
+        Columns(ByteBuffer buf, int base, int n) {
+            this.buf = buf;
+            this.n = n;
+            keys = base;
+            tss = keys + 8 * n;
+            types = tss + 8 * n;
+            persons = types + n;
+            auctions = persons + 8 * n;
+            prices = auctions + 8 * n;
+            categories = prices + 8 * n;
+            expires = categories + 4 * n;
+        }
+
+        long key(int i) {
+            return buf.getLong(keys + 8 * i);
+        }
+
+        long ts(int i) {
+            return buf.getLong(tss + 8 * i);
+        }
+
+        int type(int i) {
+            return buf.get(types + i);
+        }
+
+        long person(int i) {
+            return buf.getLong(persons + 8 * i);
+        }
+
+        long auction(int i) {
+            return buf.getLong(auctions + 8 * i);
+        }
+
+        long price(int i) {
+            return buf.getLong(prices + 8 * i);
+        }
+
+        int category(int i) {
+            return buf.getInt(categories + 4 * i);
+        }
+
+        long expires(int i) {
+            return buf.getLong(expires + 8 * i);
+        }
+    }
+
+    /** One output's hash: FNV-1a over the kind and the values as longs, splitmix64-finalised. */
+    static long hash(long kind, long... values) {
+        long h = 0xcbf29ce484222325L;
+        h = (h ^ kind) * 0x100000001b3L;
+        for (long v : values) {
+            h = (h ^ v) * 0x100000001b3L;
+        }
+        h = (h ^ (h >>> 30)) * 0xbf58476d1ce4e5b9L;
+        h = (h ^ (h >>> 27)) * 0x94d049bb133111ebL;
+        return h ^ (h >>> 31);
+    }
+
+    static long accumulate(int agg, Long acc, long v) {
+        switch (agg) {
+            case AGG_MAX:
+                return acc == null || v > acc ? v : acc;
+            case AGG_SUM:
+                return acc == null ? v : acc + v;
+            default:
+                return acc == null ? 1 : acc + 1;
+        }
+    }
+
+    /** What every kind shares: its states, timers, the watermark and the outputs. */
+    abstract static class Op {
+        Params p;
+        FlinkBackend fb;
+        AbstractKeyedStateBackend<Object> backend;
+        boolean census;
+        boolean keepHashes;
+        final Map<Long, long[]> hashes = new HashMap<>();
+        long outputs;
+        long digest;
+        long watermark = Long.MIN_VALUE;
+        Object currentKey;
+        KeyGroupedInternalPriorityQueue<TimerHeapInternalTimer<Object, TimeWindow>> timers;
+        /** The timers registered and not yet fired: the queue is a set, a registration of one
+         *  already there changes nothing and is not counted (the emulation's rule). */
+        final HashSet<TimerHeapInternalTimer<Object, TimeWindow>> live = new HashSet<>();
+        long registered;
+        long fired;
+
+        abstract void bind(StateTtlConfig ttl) throws Exception;
+
+        abstract void process(Columns c, int i) throws Exception;
+
+        void onTimer(TimerHeapInternalTimer<Object, TimeWindow> timer) throws Exception {
+            throw new IllegalStateException("this operator registers no timers");
+        }
+
+        /** Registers `desc` (with the TTL when given) in `namespace`, listed for the samples. */
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        <N> State register(int kind, StateDescriptor<?, ?> desc, StateTtlConfig ttl, N namespace,
+                           TypeSerializer<N> nsSerializer) throws Exception {
+            if (ttl != null) {
+                desc.enableTimeToLive(ttl);
+            }
+            State state = backend.getPartitionedState(namespace, nsSerializer,
+                    (StateDescriptor) desc);
+            if (census) {
+                fb.states.put(200 + fb.states.size(),
+                        new FlinkBackend.Registered(kind, desc.getName(), desc, state));
+            }
+            return state;
+        }
+
+        void setKey(Object key) {
+            if (!key.equals(currentKey)) {
+                currentKey = key;
+                backend.setCurrentKey(key);
+            }
+        }
+
+        void element(Columns c, int i) throws Exception {
+            setKey(c.key(i));
+            process(c, i);
+        }
+
+        void advance(long ts) throws Exception {
+            long wm = ts - p.bound - 1;
+            if (wm > watermark) {
+                advanceTo(wm);
+            }
+        }
+
+        /** InternalTimerServiceImpl.advanceWatermark: fire every timer at or before `wm`. */
+        void advanceTo(long wm) throws Exception {
+            watermark = wm;
+            if (timers == null) {
+                return;
+            }
+            TimerHeapInternalTimer<Object, TimeWindow> timer;
+            while ((timer = timers.peek()) != null && timer.getTimestamp() <= wm) {
+                timers.poll();
+                live.remove(timer);
+                setKey(timer.getKey());
+                fired++;
+                onTimer(timer);
+            }
+        }
+
+        void registerTimer(long ts, TimeWindow window) {
+            TimerHeapInternalTimer<Object, TimeWindow> timer =
+                    new TimerHeapInternalTimer<>(ts, currentKey, window);
+            if (live.add(timer)) {
+                registered++;
+            }
+            timers.add(timer); // InternalTimerServiceImpl.registerEventTimeTimer: a set
+        }
+
+        void emit(long kind, long... values) {
+            long h = hash(kind, values);
+            outputs++;
+            digest += h;
+            if (keepHashes) {
+                long[] count = hashes.get(h);
+                if (count == null) {
+                    hashes.put(h, new long[] {1});
+                } else {
+                    count[0]++;
+                }
+            }
+        }
+    }
+
+    /** dedup: RowTimeDeduplicateFunction keeping the last row (workloads/operators/dedup.py). */
+    static final class Dedup extends Op {
+        ValueState<byte[]> state;
+
+        @Override
+        @SuppressWarnings("unchecked")
+        void bind(StateTtlConfig ttl) throws Exception {
+            state = (ValueState<byte[]>) register(FlinkBackend.VALUE,
+                    new ValueStateDescriptor<>("deduplicate-state",
+                            BytePrimitiveArraySerializer.INSTANCE),
+                    ttl, VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE);
+        }
+
+        @Override
+        void process(Columns c, int i) throws Exception {
+            long ts = c.ts(i);
+            long bidder = c.person(i);
+            long auction = c.auction(i);
+            long price = c.price(i);
+            byte[] previous = state.value();
+            if (previous == null) {
+                emit(INSERT, auction, bidder, price, ts);
+            } else {
+                ByteBuffer before = ByteBuffer.wrap(previous);
+                long beforeTs = before.getLong(24);
+                if (ts < beforeTs) {
+                    return;
+                }
+                emit(UPDATE_BEFORE, before.getLong(0), before.getLong(8), before.getLong(16),
+                        beforeTs);
+                emit(UPDATE_AFTER, auction, bidder, price, ts);
+            }
+            byte[] row = new byte[32];
+            ByteBuffer.wrap(row).putLong(auction).putLong(bidder).putLong(price).putLong(ts);
+            state.update(row);
+        }
+    }
+
+    /** regular_join: StreamingJoinOperator, InputSideHasNoUniqueKey on both sides
+     *  (workloads/operators/regular_join.py). */
+    static final class RegularJoin extends Op {
+        MapState<Tuple4<Long, Long, Long, Long>, Integer> left;
+        MapState<Tuple6<Long, Long, Long, Integer, Long, Long>, Integer> right;
+
+        @Override
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        void bind(StateTtlConfig ttl) throws Exception {
+            TypeSerializer l = LongSerializer.INSTANCE;
+            TypeSerializer in = IntSerializer.INSTANCE;
+            TupleSerializer bid = new TupleSerializer(Tuple4.class,
+                    new TypeSerializer[] {l, l, l, l});
+            TupleSerializer auction = new TupleSerializer(Tuple6.class,
+                    new TypeSerializer[] {l, l, l, in, l, l});
+            left = (MapState) register(FlinkBackend.MAP,
+                    new MapStateDescriptor<>("left-records", bid, IntSerializer.INSTANCE),
+                    ttl, VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE);
+            right = (MapState) register(FlinkBackend.MAP,
+                    new MapStateDescriptor<>("right-records", auction, IntSerializer.INSTANCE),
+                    ttl, VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE);
+        }
+
+        @Override
+        void process(Columns c, int i) throws Exception {
+            long ts = c.ts(i);
+            long person = c.person(i);
+            long auction = c.auction(i);
+            long price = c.price(i);
+            if (c.type(i) == BID) {
+                Iterable<Map.Entry<Tuple6<Long, Long, Long, Integer, Long, Long>, Integer>> it =
+                        right.entries();
+                if (it != null) {
+                    for (Map.Entry<Tuple6<Long, Long, Long, Integer, Long, Long>, Integer> e : it) {
+                        Tuple6<Long, Long, Long, Integer, Long, Long> a = e.getKey();
+                        for (int k = 0; k < e.getValue(); k++) {
+                            emit(INSERT, auction, person, price, ts, a.f1, a.f3, a.f5);
+                        }
+                    }
+                }
+                Tuple4<Long, Long, Long, Long> record = Tuple4.of(auction, person, price, ts);
+                Integer count = left.get(record);
+                left.put(record, count == null ? 1 : count + 1);
+            } else {
+                int category = c.category(i);
+                Iterable<Map.Entry<Tuple4<Long, Long, Long, Long>, Integer>> it = left.entries();
+                if (it != null) {
+                    for (Map.Entry<Tuple4<Long, Long, Long, Long>, Integer> e : it) {
+                        Tuple4<Long, Long, Long, Long> b = e.getKey();
+                        for (int k = 0; k < e.getValue(); k++) {
+                            emit(INSERT, auction, b.f1, b.f2, b.f3, person, category, ts);
+                        }
+                    }
+                }
+                Tuple6<Long, Long, Long, Integer, Long, Long> record =
+                        Tuple6.of(auction, person, price, category, c.expires(i), ts);
+                Integer count = right.get(record);
+                right.put(record, count == null ? 1 : count + 1);
+            }
+        }
+    }
+
+    /** tumbling_window and sliding_window: WindowOperator + EventTimeTrigger with an
+     *  incremental aggregate (workloads/operators/tumbling_window.py, sliding_window.py). */
+    static final class Window extends Op {
+        ValueState<Long> contents;
+        InternalKvState<Object, TimeWindow, Long> namespaced;
+
+        @Override
+        @SuppressWarnings("unchecked")
+        void bind(StateTtlConfig ttl) throws Exception {
+            contents = (ValueState<Long>) register(FlinkBackend.VALUE,
+                    new ValueStateDescriptor<>("window-contents", LongSerializer.INSTANCE),
+                    ttl, new TimeWindow(0, p.windowMs), new TimeWindow.Serializer());
+            namespaced = (InternalKvState<Object, TimeWindow, Long>) contents;
+            timers = backend.create(TIMERS,
+                    new TimerSerializer<>(backend.getKeySerializer(), new TimeWindow.Serializer()));
+        }
+
+        @Override
+        void process(Columns c, int i) throws Exception {
+            long ts = c.ts(i);
+            long price = c.price(i);
+            long size = p.windowMs;
+            long slide = p.kind == SLIDING ? p.slideMs : size;
+            // the emulation's window_ends, newest window first
+            for (long start = ts - Math.floorMod(ts, slide); start > ts - size; start -= slide) {
+                long end = start + size;
+                if (end - 1 <= watermark) {
+                    continue; // isWindowLate
+                }
+                TimeWindow window = new TimeWindow(end - size, end);
+                namespaced.setCurrentNamespace(window);
+                Long acc = contents.value();
+                contents.update(accumulate(p.agg, acc, price));
+                registerTimer(window.maxTimestamp(), window); // EventTimeTrigger.onElement
+                registerTimer(window.maxTimestamp(), window); // registerCleanupTimer: same time
+            }
+        }
+
+        @Override
+        void onTimer(TimerHeapInternalTimer<Object, TimeWindow> timer) throws Exception {
+            TimeWindow window = timer.getNamespace();
+            namespaced.setCurrentNamespace(window);
+            Long value = contents.value();
+            if (value != null) {
+                emit(INSERT, (Long) timer.getKey(), window.getEnd(), value);
+            }
+            contents.clear();
+        }
+    }
+
+    /** group_agg: GroupAggFunction over append-only input (workloads/operators/group_agg.py). */
+    static final class GroupAgg extends Op {
+        ValueState<Long> acc;
+
+        @Override
+        @SuppressWarnings("unchecked")
+        void bind(StateTtlConfig ttl) throws Exception {
+            acc = (ValueState<Long>) register(FlinkBackend.VALUE,
+                    new ValueStateDescriptor<>("accState", LongSerializer.INSTANCE),
+                    ttl, VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE);
+        }
+
+        @Override
+        void process(Columns c, int i) throws Exception {
+            Long before = acc.value();
+            long after = accumulate(p.agg, before, c.price(i));
+            acc.update(after);
+            long key = (Long) currentKey;
+            if (before == null) {
+                emit(INSERT, key, after);
+            } else if (after != before || p.retention) {
+                emit(UPDATE_BEFORE, key, before);
+                emit(UPDATE_AFTER, key, after);
+            }
+        }
+    }
+}
