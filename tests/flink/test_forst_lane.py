@@ -283,3 +283,19 @@ def test_the_primary_folder_under_the_checkpoint_folder(tmp_path: Path,
     monkeypatch.setenv(FORST_PRIMARY_ENV, "s3")
     with pytest.raises(ValueError, match="expected one of separate, checkpoint"):
         forst_primary()
+
+
+def test_the_compaction_filters_periodic_compaction_reaches_forst(tmp_path: Path) -> None:
+    """compaction_filter(query, periodic_ms): Flink sets the period per backend; ForSt's own
+    OPTIONS file shows it on the state's column family (periodic_compaction_seconds)."""
+    ttl = (B.StateTtlConfig.new_builder(1_000)
+           .cleanup_in_rocksdb_compact_filter(500, 3_600_000).build())
+    desc = B.ValueStateDescriptor("v", B.Types.LONG())
+    desc.enable_time_to_live(ttl)
+    local = tmp_path / "local"
+    with FlinkWorker("forst", path=local, primary_path=tmp_path / "primary",
+                     query_time_after_num_entries=500,
+                     periodic_compaction_ms=3_600_000) as worker:
+        worker.register(desc)
+        got = _cf_options(local, "v")
+    assert got["periodic_compaction_seconds"] == "3600"
