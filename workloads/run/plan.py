@@ -122,11 +122,11 @@ class RunConfig:
 
             try:  # before any job: a kind not emulated, or no lane that runs operator kinds
                 check_supported(self.spec.operator.kind)
-                lanes = [k for k in self.backends if operator_lane_reason(self, k) is None]
-                if not lanes:  # only lanes without operator kinds: nothing would run
-                    check_supported(self.spec.operator.kind, self.backends[0])
             except UnsupportedOperator as exc:
                 raise PlanError(str(exc)) from None
+            reasons = [operator_lane_reason(self, k) for k in self.backends]
+            if reasons and all(r is not None for r in reasons):  # nothing would run
+                raise PlanError(str(reasons[0]))
 
         self._check_sql_lanes()
 
@@ -248,6 +248,10 @@ def operator_lane_reason(cfg: RunConfig, kind: str) -> str | None:
     flink-sql's own refusals are ``_check_sql_lanes``'s."""
     if cfg.spec.operator is None or sql_lanes.is_sql_lane(kind):
         return None
+    if flink_lanes.is_lane(kind):  # flink-heap/-rocksdb run the kinds backends.flink.operators has
+        from backends.flink.operators import lane_reason
+
+        return lane_reason(kind, cfg.spec.operator.kind)
     from workloads.operators import UnsupportedOperator, check_supported
 
     try:

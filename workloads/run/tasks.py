@@ -15,10 +15,12 @@ import pyarrow as pa
 
 import backends
 from backends.flink.lanes import LANE_KINDS
+from backends.flink.operators import OPERATOR_LANES, lane_reason
 from workloads.operators import check_supported
 from workloads.operators.task import OperatorTask
 from workloads.run.config import OperatorConfig
 from workloads.run.flink_lane import FlinkLaneOperator
+from workloads.run.flink_operator_lane import FlinkOperatorLane
 from workloads.run.keyed_operator import KeyedOperator
 from workloads.run.keying import tasks_for_keys
 from workloads.run.metrics import (
@@ -44,10 +46,14 @@ OPERATORS: dict[str, Callable[[OperatorConfig, int, int, int | None], TaskOperat
     **dict.fromkeys(backends.BACKEND_KINDS, KeyedOperator),
     **dict.fromkeys(LANE_KINDS, FlinkLaneOperator),
 }
-#: The task operator of an ``[operator]`` spec (workloads.operators) per backend kind; the
-#: Flink lanes have none yet and refuse it (``check_supported``).
-OPERATOR_KIND_TASKS: dict[str, Callable[[OperatorConfig, int, int, int | None], TaskOperator]] = (
-    dict.fromkeys(backends.BACKEND_KINDS, OperatorTask))
+#: The task operator of an ``[operator]`` spec (workloads.operators) per backend kind:
+#: statebench's backends emulate it in Python, flink-heap/-rocksdb run it in the JVM worker
+#: against Flink's keyed backend (``backends.flink.operators.lane_reason`` says which kinds);
+#: flink-forst has none and refuses it.
+OPERATOR_KIND_TASKS: dict[str, Callable[[OperatorConfig, int, int, int | None], TaskOperator]] = {
+    **dict.fromkeys(backends.BACKEND_KINDS, OperatorTask),
+    **dict.fromkeys(OPERATOR_LANES, FlinkOperatorLane),
+}
 
 
 def task_operator(
@@ -56,7 +62,13 @@ def task_operator(
     """The operator for ``task`` of ``cfg``'s scenario, chosen by its backend kind (and by
     whether the spec has an ``[operator]``)."""
     if cfg.operator is not None:
-        check_supported(cfg.operator.kind, cfg.backend)  # type: ignore[attr-defined]
+        kind = cfg.operator.kind  # type: ignore[attr-defined]
+        if cfg.backend in LANE_KINDS:
+            reason = lane_reason(cfg.backend, kind)
+            if reason is not None:
+                raise ValueError(reason)
+        else:
+            check_supported(kind, cfg.backend)
         return OPERATOR_KIND_TASKS[cfg.backend](cfg, task, attempt, attempt_id)
     make = OPERATORS.get(cfg.backend)
     if make is None:

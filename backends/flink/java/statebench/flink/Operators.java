@@ -320,9 +320,10 @@ final class Operators implements CommandFamily {
      * The end of input: the final watermark fires every timer (not busy time); with a TTL the
      * reference run without TTL over the same input on a fresh heap backend of this task's key
      * groups. [outputs, output digest, timers registered, timers fired, changed outputs,
-     * compared outputs (both -1 without a TTL)].
+     * compared outputs (both -1 without a TTL), state accesses before the final watermark].
      */
     private List<Object> finish(FlinkBackend b) throws Exception {
+        long accesses = op.accesses;
         op.advanceTo(Long.MAX_VALUE);
         long changed = -1;
         long compared = -1;
@@ -358,6 +359,7 @@ final class Operators implements CommandFamily {
         result.add(op.fired);
         result.add(changed);
         result.add(compared);
+        result.add(accesses);
         return result;
     }
 
@@ -481,6 +483,9 @@ final class Operators implements CommandFamily {
         final HashSet<TimerHeapInternalTimer<Object, TimeWindow>> live = new HashSet<>();
         long registered;
         long fired;
+        /** State accesses (each state call, each timer written or removed), as the
+         *  emulation's counted views. */
+        long accesses;
 
         abstract void bind(StateTtlConfig ttl) throws Exception;
 
@@ -537,6 +542,7 @@ final class Operators implements CommandFamily {
                 live.remove(timer);
                 setKey(timer.getKey());
                 fired++;
+                accesses++;
                 onTimer(timer);
             }
         }
@@ -546,6 +552,7 @@ final class Operators implements CommandFamily {
                     new TimerHeapInternalTimer<>(ts, currentKey, window);
             if (live.add(timer)) {
                 registered++;
+                accesses++;
             }
             timers.add(timer); // InternalTimerServiceImpl.registerEventTimeTimer: a set
         }
@@ -585,6 +592,7 @@ final class Operators implements CommandFamily {
             long auction = c.auction(i);
             long price = c.price(i);
             byte[] previous = state.value();
+            accesses += 2;
             if (previous == null) {
                 emit(INSERT, auction, bidder, price, ts);
             } else {
@@ -644,6 +652,7 @@ final class Operators implements CommandFamily {
                     }
                 }
                 Tuple4<Long, Long, Long, Long> record = Tuple4.of(auction, person, price, ts);
+                accesses += 3;
                 Integer count = left.get(record);
                 left.put(record, count == null ? 1 : count + 1);
             } else {
@@ -659,6 +668,7 @@ final class Operators implements CommandFamily {
                 }
                 Tuple6<Long, Long, Long, Integer, Long, Long> record =
                         Tuple6.of(auction, person, price, category, c.expires(i), ts);
+                accesses += 3;
                 Integer count = right.get(record);
                 right.put(record, count == null ? 1 : count + 1);
             }
@@ -696,6 +706,7 @@ final class Operators implements CommandFamily {
                 }
                 TimeWindow window = new TimeWindow(end - size, end);
                 namespaced.setCurrentNamespace(window);
+                accesses += 2;
                 Long acc = contents.value();
                 contents.update(accumulate(p.agg, acc, price));
                 registerTimer(window.maxTimestamp(), window); // EventTimeTrigger.onElement
@@ -707,6 +718,7 @@ final class Operators implements CommandFamily {
         void onTimer(TimerHeapInternalTimer<Object, TimeWindow> timer) throws Exception {
             TimeWindow window = timer.getNamespace();
             namespaced.setCurrentNamespace(window);
+            accesses += 2;
             Long value = contents.value();
             if (value != null) {
                 emit(INSERT, (Long) timer.getKey(), window.getEnd(), value);
@@ -729,6 +741,7 @@ final class Operators implements CommandFamily {
 
         @Override
         void process(Columns c, int i) throws Exception {
+            accesses += 2;
             Long before = acc.value();
             long after = accumulate(p.agg, before, c.price(i));
             acc.update(after);

@@ -1,0 +1,228 @@
+"""The task operator of an ``[operator]`` spec on ``flink-heap`` and ``flink-rocksdb``: the
+emulated operator (``workloads.operators``) run by the JVM worker against Flink's own keyed
+state backend (``backends.flink.operators``, ``statebench.flink.Operators``).
+
+It is :class:`~workloads.run.flink_lane.FlinkLaneOperator` with the operator family in place of
+key-value events: the same barriers, checkpoints (Flink's own snapshots, asynchronous phase on
+the worker's checkpoint thread), samples, clock, pacing, busy time and summary rows, with
+
+* records: the task's operator input (Nexmark columns, keyed as the kind's keyBy) crossing as
+  OP_APPLY frames, applied by one Java loop that advances the watermark (firing due timers),
+  sets the TTL clock and hands the record to the operator, exactly as
+  :class:`~workloads.operators.task.OperatorTask`'s loop;
+* samples: OP_SAMPLE, which counts the timers of the backend's priority queue as live entries,
+  as the emulation counts its ``event-timers`` entries;
+* at the end of input: OP_FINISH (the final watermark fires every timer, not busy time), then
+  the operator rows of OperatorTask (``operator_outputs``, ``timers_registered``,
+  ``timers_fired`` and, with a TTL, ``ttl_changed_results`` and its counts from the reference
+  run without TTL in the same JVM) and the lane's rows; ``state_ops_per_s`` counts the
+  operator's state accesses as the emulation does.
+
+Not measured here: ``restore_ms`` (the event lane's timed restore registers its states in the
+void namespace; windows live in TimeWindow namespaces), and the JVM's JIT warm-up stream (the
+key-value one would exercise other code; the spec's warm-up fraction still applies).
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+import backends
+from backends.flink import FlinkWorker, events
+from backends.flink import operators as wire_ops
+from backends.flink.register import ttl_fields
+from backends.keygroups import KeyGroupRange
+from backends.ttl_config import DEFAULT_PERIODIC_COMPACTION_MS, DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES
+from workloads.operators.task import CHANGED_METRICS, CHANGED_SHARE, OPERATOR_METRICS
+from workloads.run import tempdirs
+from workloads.run.barriers import CHECKPOINT, INFINITY, Barrier
+from workloads.run.config import OperatorConfig
+from workloads.run.flink_lane import FlinkLaneOperator
+from workloads.run.metrics import NO_TIME
+from workloads.run.state_setup import ttl_config_of
+from workloads.run.task_checks import sorted_times
+
+TIMEOUT_S = 120.0  # per frame, beyond any pacing wait
+# One idle JVM per process, reused by the next operator task (a JVM start costs ~1 s); kept
+# apart from the key-value lane's, whose JVMs carry its warm-up bookkeeping.
+_idle: list[FlinkWorker] = []
+_idle_lock = threading.Lock()
+
+
+def _acquire(kind: str, **options: Any) -> FlinkWorker:
+    with _idle_lock:
+        worker = _idle.pop() if _idle else None
+    if worker is None:
+        return FlinkWorker(kind, timeout_s=TIMEOUT_S, **options)
+    try:
+        worker.reset(kind, **options)
+    except BaseException:
+        worker.close()
+        raise
+    return worker
+
+
+def _release(worker: FlinkWorker) -> None:
+    with _idle_lock:
+        if not _idle:
+            _idle.append(worker)
+            return
+    worker.close()
+
+
+@atexit.register
+def close_idle_operator_workers() -> None:
+    """Stops the kept JVM (at exit; tests call it to leave no process behind)."""
+    with _idle_lock:
+        workers, _idle[:] = list(_idle), []
+    for worker in workers:
+        worker.close()
+
+
+def compaction_options(strategy: str, rocksdb_options: dict[str, Any]) -> tuple[int, int | None]:
+    """(query_time_after_num_entries, periodic compaction ms) the worker opens with, as the
+    key-value lane's: the compaction filter's arguments, else the spec's [rocksdb] period."""
+    parsed = backends.parse_strategy(strategy)
+    if parsed.name != "compaction_filter":
+        return DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES, None
+    query = parsed.args[0] if parsed.args else DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES
+    periodic = (parsed.args[1] if len(parsed.args) > 1
+                else rocksdb_options.get("periodic_compaction_ms", DEFAULT_PERIODIC_COMPACTION_MS))
+    return query, periodic
+
+
+class FlinkOperatorLane(FlinkLaneOperator):
+    """One task of an operator workload on a Flink lane (module docstring)."""
+
+    def __init__(self, cfg: OperatorConfig, task: int, attempt: int = 0,
+                 attempt_id: int | None = None) -> None:
+        op = cfg.operator
+        if op is None:
+            raise ValueError(f"{cfg.scenario.label}: not an [operator] spec")
+        reason = wire_ops.unsupported_reason(op.kind)  # type: ignore[attr-defined]
+        if reason is not None:
+            raise ValueError(f"backend '{cfg.backend}': {reason}")
+        if cfg.backend == "flink-forst":
+            raise ValueError("backend 'flink-forst': operator kinds run on flink-heap and "
+                             "flink-rocksdb only")
+        self.result: wire_ops.OperatorResult | None = None
+        super().__init__(replace(cfg, restore_at_end=False), task, attempt, attempt_id)
+
+    def _open(self) -> None:
+        cfg = self.cfg
+        op: Any = cfg.operator
+        query, periodic = compaction_options(cfg.cleanup or cfg.strategy,
+                                             dict(cfg.rocksdb_options))
+        options: dict[str, Any] = {
+            "max_parallelism": cfg.max_parallelism,
+            "key_group_range": KeyGroupRange.of_operator(self.task, cfg.parallelism,
+                                                         cfg.max_parallelism),
+            "path": f"{self._local}/task",
+            "query_time_after_num_entries": query,
+            "periodic_compaction_ms": periodic,
+            "incremental_checkpoints": (self.kind == "rocksdb"
+                                        and cfg.checkpoint_mode == "incremental"),
+            "rocksdb_options": dict(cfg.rocksdb_options) if self.kind == "rocksdb" else None,
+        }
+        self.worker = _acquire(self.kind, **options)
+        # Flink's TTL is processing time: the lane's provider is driven by the scenario's clock
+        ttl = ttl_config_of(replace(cfg, time_characteristic="ProcessingTime"))
+        spec = wire_ops.OperatorOpen(
+            kind=op.kind,
+            ttl_fields=ttl_fields(ttl, query, periodic),
+            clock=(events.CLOCK_PACED if self._paced
+                   else events.CLOCK_WALL if self._wall else events.CLOCK_RECORD),
+            speedup=cfg.time_speedup,
+            start_ms=cfg.start_ms,
+            warmup_records=self._warm_left,
+            latency=cfg.measure_latency,
+            out_of_orderness_ms=cfg.out_of_orderness_ms,
+            window_ms=op.window_ms,
+            slide_ms=op.slide_ms,
+            agg=op.agg,
+            retention=cfg.ttl_ms is not None,
+        )
+        if self._paced:  # a frame waits for its records' time: allow the whole run's span
+            span_s = (cfg.end_ms - cfg.start_ms) / cfg.time_speedup / 1e3
+            self.worker.timeout_s = TIMEOUT_S + span_s
+        self.worker.send(wire_ops.encode_open(spec))
+
+    # ------------------------------------------------------------------ the stream
+    def process(self, batch: pa.RecordBatch) -> None:
+        """Apply a batch of this task's operator input (ts non-decreasing): the ranges between
+        barriers and the barriers themselves go out as one frame."""
+        n = batch.num_rows
+        if n == 0:
+            return
+        start = time.perf_counter_ns()
+        ts = sorted_times(batch, self._last_ts, self.task)
+        last = int(ts[-1])
+        self._last_ts = last
+        b = self.worker.batch()
+        fired: list[tuple[Barrier, bool]] = []
+        lo = 0
+        while self._next_barrier <= last:
+            cut = int(np.searchsorted(ts, self._next_barrier, "left"))
+            if cut > lo:
+                b.raw(wire_ops.encode_apply(batch.slice(lo, cut - lo)))
+                lo = cut
+            if self._paced:  # a barrier, as a record, happens at its time
+                b.raw(events.encode_wait(self._next_barrier))
+            fired.append((self._add_barrier(b), self._warm_left - cut <= 0))
+        if lo < n:
+            b.raw(wire_ops.encode_apply(batch.slice(lo, n - lo)))
+        post = n - min(n, max(self._warm_left, 0))
+        self._python_ns += (time.perf_counter_ns() - start) * post / n
+        self._warm_left -= n
+        self._record(fired, b.flush())
+
+    def _add_barrier(self, b: Any) -> Barrier:
+        barrier = self._barriers[self._bi]
+        if barrier.kind == CHECKPOINT:
+            return super()._add_barrier(b)
+        self._bi += 1
+        self._next_barrier = (
+            self._barriers[self._bi].time_ms if self._bi < len(self._barriers) else INFINITY
+        )
+        b.raw(wire_ops.encode_sample(None if self._wall else barrier.time_ms), reads=1)
+        return barrier
+
+    # ------------------------------------------------------------------ the end
+    def finish(self) -> list:
+        """The final watermark and the operator rows (as OperatorTask's), then the lane's."""
+        result = wire_ops.decode_finish(
+            self.worker.batch().raw(wire_ops.encode_finish(), reads=1).flush()[0])
+        self.result = result
+        cfg, task, rep, add = self.cfg, self.task, self.cfg.repetition, self.rows.add
+        for metric, value in zip(OPERATOR_METRICS, (result.outputs, result.timers_registered,
+                                                    result.timers_fired)):
+            add(task, rep, NO_TIME, metric, value, "count")
+        if cfg.ttl_ms is not None and result.changed is not None:
+            compared = result.compared or 0
+            add(task, rep, NO_TIME, CHANGED_METRICS[0], result.changed, "count")
+            add(task, rep, NO_TIME, CHANGED_METRICS[1], compared, "count")
+            add(task, rep, NO_TIME, CHANGED_SHARE,
+                result.changed / compared if compared else 0.0, "share")
+        self._state_ops = result.accesses
+        return super().finish()
+
+    def close(self) -> None:
+        """Give the JVM back for the next operator task (its backend disposed first), then
+        delete the task's folders. A worker that failed is closed, not kept."""
+        worker, self.worker = self.worker, None
+        if worker is not None:
+            worker.timeout_s = TIMEOUT_S
+            try:
+                worker.reset("heap")
+            except BaseException:
+                worker.close()
+            else:
+                _release(worker)
+        tempdirs.remove(self._local)
