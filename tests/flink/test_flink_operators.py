@@ -1,0 +1,221 @@
+"""Operator kinds on Flink's lanes (``statebench.flink.Operators``): the Java operators against
+Flink's own keyed backends make the Python emulation's outputs and hold its entries.
+
+* Hand-worked traces through the worker's operator family (OP_OPEN/APPLY/SAMPLE/FINISH): the
+  outputs (by their hash digest), live entries (timers included), timers and, with a TTL, the
+  changed/compared counts of the reference run, on Flink's heap and RocksDB backends, equal to
+  the hand-worked ones and to the Python emulation's over the same rows.
+* Through the runner: per task and sample, the same live and expired entries as the emulation
+  (heap vs flink-heap, rocksdb vs flink-rocksdb), the same outputs, timers and
+  ttl_changed_results.
+* Slow: the emulated operator on flink-rocksdb against the real Flink SQL job (flink-sql).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import backends
+from backends.flink import FlinkUnavailableError, events
+from backends.flink import operators as wire_ops
+from backends.flink.build import ensure_worker_built
+from backends.flink.register import ttl_fields
+from tests.flink.conftest import start_worker
+from workloads.nexmark import AUCTION, BID
+from workloads.operators import make_operator
+from workloads.operators.results import replay
+from workloads.run.engines.inprocess import run_in_process
+from workloads.run.flink_lane import close_idle_workers
+from workloads.run.flink_operator_lane import close_idle_operator_workers
+from workloads.run.plan import RunConfig
+from workloads.spec import OperatorSpec, load_spec
+
+
+@pytest.fixture(scope="module", autouse=True)
+def flink_available() -> Iterator[None]:
+    try:
+        ensure_worker_built()
+    except FlinkUnavailableError as exc:
+        if os.environ.get("STATEBENCH_REQUIRE_FLINK"):
+            raise
+        pytest.skip(str(exc))
+    yield
+    close_idle_operator_workers()
+    close_idle_workers()
+
+
+# ------------------------------------------------------------------------------------------
+# Hand-worked traces through the worker
+# ------------------------------------------------------------------------------------------
+
+#: (key, event type, ts, person, auction, price, category, expires) per row
+Rows = list[tuple[int, int, int, int, int, int, int, int]]
+
+
+def _batch(rows: Rows) -> pa.RecordBatch:
+    cols = list(zip(*rows))
+    names = ("key", "event_type", "ts", "person_id", "auction_id", "price", "category",
+             "expires_ms")
+    types = (pa.int64(), pa.int8(), pa.int64(), pa.int64(), pa.int64(), pa.int64(), pa.int32(),
+             pa.int64())
+    return pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
+                                      names=list(names))
+
+
+def _emulated(op: OperatorSpec, rows: Rows, bound: int, ttl_ms: int | None) -> list[tuple]:
+    """The Python emulation's outputs over ``rows`` on a heap backend (TTL clock: each ts)."""
+    clock = backends.ManualClock(0)
+    operator = make_operator(op, bound, retention=ttl_ms is not None, ttl_ms=ttl_ms)
+    backend = backends.create_backend("heap", clock=clock, max_parallelism=128)
+    ttl = (None if ttl_ms is None else backends.StateTtlConfig.new_builder(ttl_ms)
+           .set_ttl_time_characteristic(backends.StateTtlConfig.TtlTimeCharacteristic.EventTime)
+           .build())
+    try:
+        operator.bind(backend, operator.descriptors(ttl))
+        replay(operator, [([r[0] for r in rows], [r[2] for r in rows],
+                           [(r[1], r[2], r[3], r[4], r[5], r[6], r[7]) for r in rows])],
+               set_time=backend.event_clock.set)  # what backend.set_event_time does
+    finally:
+        backend.close()
+    return operator.outputs
+
+
+def _run_worker(kind: str, op: OperatorSpec, rows: Rows, bound: int, ttl_ms: int | None,
+                sample_at: int, tmp_path: Path) -> tuple[Any, wire_ops.OperatorResult]:
+    worker = start_worker(kind)
+    with worker:
+        worker.reset(kind, path=str(tmp_path / kind))
+        ttl = (None if ttl_ms is None else backends.StateTtlConfig.new_builder(ttl_ms)
+               .disable_cleanup_in_background().build())
+        spec = wire_ops.OperatorOpen(
+            kind=op.kind, ttl_fields=ttl_fields(ttl, 1000, None), clock=events.CLOCK_RECORD,
+            speedup=1.0, start_ms=0, warmup_records=0, latency=False, out_of_orderness_ms=bound,
+            window_ms=op.window_ms, slide_ms=op.slide_ms, agg=op.agg,
+            retention=ttl_ms is not None)
+        b = worker.batch().raw(wire_ops.encode_open(spec) + wire_ops.encode_apply(_batch(rows)))
+        b.raw(wire_ops.encode_sample(sample_at), reads=1)
+        b.raw(wire_ops.encode_finish(), reads=1)
+        sample, result = b.flush()
+    return events.decode_sample(sample), wire_ops.decode_finish(result)
+
+
+# tumbling window of 10 ms, MAX per auction, bound 0: the row at ts 12 advances the watermark to
+# 11, firing [0, 10) of auctions 1 and 2; the row at ts 5 is late (its window fired) and dropped
+WINDOW_ROWS: Rows = [(1, BID, 1, 9, 1, 5, 0, 0), (1, BID, 3, 9, 1, 7, 0, 0),
+                     (2, BID, 4, 9, 2, 2, 0, 0), (1, BID, 12, 9, 1, 1, 0, 0),
+                     (2, BID, 12, 9, 2, 9, 0, 0)]
+WINDOW_OUT = [("+I", 1, 10, 7), ("+I", 2, 10, 2), ("+I", 1, 20, 1), ("+I", 2, 20, 9)]
+LATE = (2, BID, 5, 9, 2, 4, 0, 0)  # its window [0, 10) fired at watermark 11: dropped
+# dedup of (bidder, auction): key bidder << 32 | auction
+PAIR_4_7, PAIR_5_7 = (4 << 32) + 7, (5 << 32) + 7
+DEDUP_ROWS: Rows = [(PAIR_4_7, BID, 1, 4, 7, 10, 0, 0), (PAIR_4_7, BID, 2, 4, 7, 11, 0, 0),
+                    (PAIR_5_7, BID, 3, 5, 7, 5, 0, 0), (PAIR_4_7, BID, 10, 4, 7, 12, 0, 0)]
+DEDUP_OUT = [("+I", 7, 4, 10, 1), ("-U", 7, 4, 10, 1), ("+U", 7, 4, 11, 2), ("+I", 7, 5, 5, 3),
+             ("-U", 7, 4, 11, 2), ("+U", 7, 4, 12, 10)]
+# with a 5 ms TTL the pair (4, 7) written at ts 2 expired at 7: ts 10 is a first row again
+DEDUP_TTL_OUT = [*DEDUP_OUT[:4], ("+I", 7, 4, 12, 10)]
+# join: auction 7 (seller 3, category 10) at ts 1, bids at 2 and 3; a bid for auction 8 at ts 0
+# before its auction at ts 1
+JOIN_ROWS: Rows = [(8, BID, 0, 6, 8, 40, 0, 0), (7, AUCTION, 1, 3, 7, 100, 10, 99),
+                   (8, AUCTION, 1, 2, 8, 100, 10, 98), (7, BID, 2, 4, 7, 50, 0, 0),
+                   (7, BID, 3, 5, 7, 60, 0, 0)]
+JOIN_OUT = [("+I", 8, 6, 40, 0, 2, 10, 1), ("+I", 7, 4, 50, 2, 3, 10, 1),
+            ("+I", 7, 5, 60, 3, 3, 10, 1)]
+AGG_ROWS: Rows = [(7, BID, 1, 4, 7, 5, 0, 0), (7, BID, 2, 4, 7, 3, 0, 0),
+                  (7, BID, 3, 4, 7, 9, 0, 0)]
+AGG_OUT = [("+I", 7, 5), ("-U", 7, 5), ("+U", 7, 9)]  # max unchanged at 3: no update
+
+TRACES = {
+    # kind: (spec, rows, hand-worked outputs, live entries after the rows, timers registered)
+    "tumbling_window": (OperatorSpec("tumbling_window", window_ms=10), [*WINDOW_ROWS, LATE],
+                        WINDOW_OUT, 4, 4),
+    "dedup": (OperatorSpec("dedup"), DEDUP_ROWS, DEDUP_OUT, 2, 0),
+    "regular_join": (OperatorSpec("regular_join"), JOIN_ROWS, JOIN_OUT, 5, 0),
+    "group_agg": (OperatorSpec("group_agg", agg="max"), AGG_ROWS, AGG_OUT, 1, 0),
+}
+
+
+@pytest.mark.parametrize("backend", ["heap", "rocksdb"])
+@pytest.mark.parametrize("kind", list(TRACES))
+def test_hand_worked_trace_on_flinks_backend(kind: str, backend: str, tmp_path: Path) -> None:
+    op, rows, outputs, live, registered = TRACES[kind]
+    assert _emulated(op, rows, 0, None) == outputs  # the emulation's own trace
+    sample, result = _run_worker(backend, op, rows, 0, None, rows[-1][2], tmp_path)
+    assert (result.outputs, result.digest) == wire_ops.output_digest(outputs)
+    assert sample.live == live  # window: (key, window) contents + their timers
+    assert sample.expired == 0
+    assert (result.timers_registered, result.timers_fired) == (registered, registered)
+    assert result.changed is None and result.compared is None
+
+
+@pytest.mark.parametrize("backend", ["heap", "rocksdb"])
+def test_a_ttl_lets_a_duplicate_through_and_the_reference_run_counts_it(
+        backend: str, tmp_path: Path) -> None:
+    op = OperatorSpec("dedup")
+    assert _emulated(op, DEDUP_ROWS, 0, 5) == DEDUP_TTL_OUT
+    sample, result = _run_worker(backend, op, DEDUP_ROWS, 0, 5, 10, tmp_path)
+    assert (result.outputs, result.digest) == wire_ops.output_digest(DEDUP_TTL_OUT)
+    # TTL outputs vs the reference's: +I(ts 10) against -U(ts 2), +U(ts 10); 7 distinct
+    assert (result.changed, result.compared) == (3, 7)
+    assert (sample.live, sample.expired) == (1, 1)  # (5, 7) written at 3 expired at 8
+
+
+def test_the_output_hash_is_the_workers() -> None:
+    """The Python hash is the Java one: a record with negative and large values."""
+    assert wire_ops.output_hash(("+I", -1, 1 << 62)) != wire_ops.output_hash(("+I", 1 << 62, -1))
+    assert wire_ops.output_digest([("+U", 3), ("-U", 3)]) == wire_ops.output_digest(
+        [("-U", 3), ("+U", 3)])
+
+
+# ------------------------------------------------------------------------------------------
+# Through the runner: sample for sample, the emulation's entries
+# ------------------------------------------------------------------------------------------
+
+PAIRS = (("heap", "flink-heap"), ("rocksdb", "flink-rocksdb"))
+SPECS = ("nexmark-q18-dedup", "nexmark-q20-join", "nexmark-q7-window", "nexmark-q5-sliding",
+         "nexmark-q4-agg")
+
+
+def _per_task(rows: list[dict], backend: str, metric: str) -> dict[tuple[int, int], float]:
+    return {(r["task"], r["step"]): r["value"] for r in rows
+            if r["backend"] == backend and r["metric"] == metric}
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_the_lane_holds_the_emulations_entries_sample_for_sample(name: str,
+                                                                  tmp_path: Path) -> None:
+    """Event time, a 40 ms TTL over 250 ms of events (entries expire), two tasks, checkpoints:
+    live and expired entries per task and sample, outputs, timers and ttl_changed_results are
+    the emulation's on both backends."""
+    spec = load_spec(name).with_overrides(events=5_000, ttl_ms=40, checkpoint_interval_ms=100,
+                                          strategies=["none"])
+    cfg = RunConfig(spec, backends=("heap", "flink-heap", "rocksdb", "flink-rocksdb"),
+                    parallelism=2, measure_latency=False, checkpoint_root=str(tmp_path / "ck"))
+    rows = run_in_process(cfg).rows.to_pylist()
+    for ours, flink in PAIRS:
+        for metric in ("live_entries", "expired_present_entries"):
+            a, b = _per_task(rows, ours, metric), _per_task(rows, flink, metric)
+            assert len(a) >= 10 and a == b, (ours, metric)
+        for metric in ("operator_outputs", "timers_registered", "timers_fired",
+                       "ttl_changed_outputs", "ttl_compared_outputs", "ttl_changed_results",
+                       "records"):
+            assert _per_task(rows, ours, metric) == _per_task(rows, flink, metric), metric
+    assert max(_per_task(rows, "flink-rocksdb", "expired_present_entries").values()) > 0
+    assert max(_per_task(rows, "flink-heap", "ttl_changed_outputs").values()) > 0
+    # Flink's own checkpoints of the operator's state (and timers)
+    assert max(_per_task(rows, "flink-rocksdb", "checkpoint_bytes").values()) > 0
+
+
+def test_unsupported_lanes_and_kinds_are_refused_naming_them() -> None:
+    assert wire_ops.lane_reason("flink-rocksdb", "dedup") is None
+    assert "flink-forst" in str(wire_ops.lane_reason("flink-forst", "dedup"))
+    assert "'topn'" in str(wire_ops.lane_reason("flink-heap", "topn"))
+    with pytest.raises(ValueError, match="'session_window'"):
+        wire_ops.encode_open(wire_ops.OperatorOpen(
+            "session_window", (0,) * 7, 0, 1.0, 0, 0, False, 0, 1, 1, "max", False))
