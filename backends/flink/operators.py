@@ -15,7 +15,10 @@ the operator's lane. Layouts (big-endian):
   0x51 OP_APPLY i32 n, then columns of n: key i64, ts i64, event type i8, person i64,
        auction i64, price i64, category i32, expires i64                                  --
   0x52 OP_SAMPLE i64 now (i64 min = the lane's clock): EV_SAMPLE's reply, live entries and
-       logical bytes including the timers (32 bytes each: key, timestamp, TimeWindow)
+       logical bytes including the timers (32 bytes each: key, timestamp, TimeWindow) and on
+       RocksDB physical bytes including the timers' column family, then long RocksDB's
+       estimate-num-keys summed over the operator's column families, timers included (-1 on
+       heap; what the flink-sql lane reports as estimated_entries)
   0x53 OP_FINISH  the final watermark (every timer fires), then with a TTL the reference run
        without TTL over the same input on a fresh heap backend in the same JVM
        [long outputs, long output digest (sum of output hashes mod 2^64), long timers
@@ -35,6 +38,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
+from backends.flink import events
 
 OP_OPEN, OP_APPLY, OP_SAMPLE, OP_FINISH = 0x50, 0x51, 0x52, 0x53
 #: The operator kinds the Java side runs, and their OP_OPEN codes.
@@ -105,6 +110,12 @@ def encode_sample(now_ms: int | None) -> bytes:
     """OP_SAMPLE at logical time ``now_ms`` (None: the lane's own clock); decode the reply with
     ``backends.flink.events.decode_sample``."""
     return _SAMPLE.pack(OP_SAMPLE, LANE_CLOCK if now_ms is None else now_ms)
+
+
+def decode_sample(result: Any) -> tuple[events.Sample, int | None]:
+    """OP_SAMPLE's reply: the event lane's sample and RocksDB's entry estimate (None: heap)."""
+    estimate = int(result[-1])
+    return events.decode_sample(result[:-1]), None if estimate < 0 else estimate
 
 
 def encode_finish() -> bytes:

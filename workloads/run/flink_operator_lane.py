@@ -11,7 +11,9 @@ the worker's checkpoint thread), samples, clock, pacing, busy time and summary r
   sets the TTL clock and hands the record to the operator, exactly as
   :class:`~workloads.operators.task.OperatorTask`'s loop;
 * samples: OP_SAMPLE, which counts the timers of the backend's priority queue as live entries,
-  as the emulation counts its ``event-timers`` entries;
+  as the emulation counts its ``event-timers`` entries; on flink-rocksdb also
+  ``estimated_entries``, RocksDB's estimate-num-keys over the operator's column families
+  (timers included), the measure the flink-sql lane reports;
 * at the end of input: OP_FINISH (the final watermark fires every timer, not busy time), then
   the operator rows of OperatorTask (``operator_outputs``, ``timers_registered``,
   ``timers_fired`` and, with a TTL, ``ttl_changed_results`` and its counts from the reference
@@ -45,7 +47,7 @@ from workloads.run import tempdirs
 from workloads.run.barriers import CHECKPOINT, INFINITY, Barrier
 from workloads.run.config import OperatorConfig
 from workloads.run.flink_lane import FlinkLaneOperator
-from workloads.run.metrics import NO_TIME
+from workloads.run.metrics import NO_TIME, ROCKSDB_SERIES
 from workloads.run.state_setup import ttl_config_of
 from workloads.run.task_checks import sorted_times
 
@@ -193,6 +195,28 @@ class FlinkOperatorLane(FlinkLaneOperator):
         )
         b.raw(wire_ops.encode_sample(None if self._wall else barrier.time_ms), reads=1)
         return barrier
+
+    def _record(self, fired: list[tuple[Barrier, bool]], results: list[Any]) -> None:
+        """The lane's rows of each barrier; a sample's are OP_SAMPLE's (timers counted) plus,
+        on RocksDB, ``estimated_entries`` (the flink-sql lane's measure, for agreement)."""
+        add, task = self.rows.add, self.task
+        for (barrier, warm_done), result in zip(fired, results):
+            if barrier.kind == CHECKPOINT:
+                super()._record([(barrier, warm_done)], [result])
+                continue
+            s, estimate = wire_ops.decode_sample(result)
+            step, t = barrier.index, barrier.time_ms
+            add(task, step, t, "live_entries", s.live, "entries")
+            add(task, step, t, "expired_present_entries", s.expired, "entries")
+            add(task, step, t, "logical_bytes", s.logical_bytes, "bytes")
+            add(task, step, t, "expired_present_bytes", s.expired_bytes, "bytes")
+            for metric, key, unit in ROCKSDB_SERIES:
+                value = s.rocksdb.get(key)
+                if value is not None:  # no row before the first flush (write amplification)
+                    add(task, step, t, metric, value, unit)
+            add(task, step, t, "physical_bytes", s.physical_bytes, "bytes")
+            if estimate is not None:
+                add(task, step, t, "estimated_entries", estimate, "entries")
 
     # ------------------------------------------------------------------ the end
     def finish(self) -> list:

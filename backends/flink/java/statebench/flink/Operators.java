@@ -19,6 +19,8 @@ import org.apache.flink.runtime.state.KeyGroupedInternalPriorityQueue;
 import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.runtime.state.VoidNamespaceSerializer;
 import org.apache.flink.runtime.state.internal.InternalKvState;
+import org.apache.flink.state.rocksdb.RocksDBKeyedStateBackend;
+import org.apache.flink.state.rocksdb.StatebenchRocksAccess;
 import org.apache.flink.streaming.api.operators.TimerHeapInternalTimer;
 import org.apache.flink.streaming.api.operators.TimerSerializer;
 import org.apache.flink.streaming.api.windowing.windows.TimeWindow;
@@ -136,7 +138,28 @@ final class Operators implements CommandFamily {
                 long timers = op.timers == null ? 0 : op.timers.size();
                 result.set(0, (Long) result.get(0) + timers);
                 result.set(2, (Long) result.get(2) + timers * TIMER_BYTES);
+                long estimate = -1;
+                if (b.backend instanceof RocksDBKeyedStateBackend) {
+                    // RocksDB's own entry estimate over the operator's column families, the
+                    // timers' included, as the flink-sql lane sums it; their bytes too
+                    RocksDBKeyedStateBackend<?> rocks = (RocksDBKeyedStateBackend<?>) b.backend;
+                    estimate = 0;
+                    for (FlinkBackend.Registered r : b.states.values()) {
+                        estimate += StatebenchRocksAccess.property(rocks, r.name,
+                                "rocksdb.estimate-num-keys");
+                    }
+                    if (op.timers != null) {
+                        estimate += StatebenchRocksAccess.property(rocks, TIMERS,
+                                "rocksdb.estimate-num-keys");
+                        result.set(4, (Long) result.get(4)
+                                + StatebenchRocksAccess.property(rocks, TIMERS,
+                                        "rocksdb.total-sst-files-size")
+                                + StatebenchRocksAccess.property(rocks, TIMERS,
+                                        "rocksdb.cur-size-all-mem-tables"));
+                    }
+                }
                 result.add(at);
+                result.add(estimate);
                 out.result(result);
                 return;
             }
