@@ -27,6 +27,7 @@ from backends.flink import operators as wire_ops
 from backends.flink.build import ensure_worker_built
 from backends.flink.register import ttl_fields
 from tests.flink.conftest import start_worker
+from tests.runner.conftest import spark_session
 from workloads.nexmark import AUCTION, BID
 from workloads.operators import make_operator
 from workloads.operators.results import replay
@@ -212,6 +213,26 @@ def test_the_lane_holds_the_emulations_entries_sample_for_sample(name: str,
     assert max(_per_task(rows, "flink-heap", "ttl_changed_outputs").values()) > 0
     # Flink's own checkpoints of the operator's state (and timers)
     assert max(_per_task(rows, "flink-rocksdb", "checkpoint_bytes").values()) > 0
+
+
+def test_the_operator_lanes_run_inside_spark_executors(tmp_path: Path) -> None:
+    """The same rows from Spark's executors as in-process (one task per scenario)."""
+    from workloads.run.engines.spark import run_spark
+
+    def config(name: str) -> RunConfig:
+        spec = load_spec("nexmark-q7-window").with_overrides(
+            events=3_000, ttl_ms=40, checkpoint_interval_ms=100, strategies=["none"])
+        return RunConfig(spec, parallelism=1, backends=("flink-heap", "flink-rocksdb"),
+                         measure_latency=False, checkpoint_root=str(tmp_path / name))
+
+    for spark in spark_session("local[2,2]"):
+        out = run_spark(config("spark"), spark).rows.to_pylist()
+    here = run_in_process(config("here")).rows.to_pylist()
+    for backend in ("flink-heap", "flink-rocksdb"):
+        for metric in ("records", "live_entries", "expired_present_entries", "operator_outputs",
+                       "timers_fired", "ttl_changed_results"):
+            got = _per_task(out, backend, metric)
+            assert got and got == _per_task(here, backend, metric), (backend, metric)
 
 
 def test_unsupported_lanes_and_kinds_are_refused_naming_them() -> None:
