@@ -98,7 +98,7 @@ def _run_worker(kind: str, op: OperatorSpec, rows: Rows, bound: int, ttl_ms: int
             kind=op.kind, ttl_fields=ttl_fields(ttl, 1000, None), clock=events.CLOCK_RECORD,
             speedup=1.0, start_ms=0, warmup_records=0, latency=False, out_of_orderness_ms=bound,
             window_ms=op.window_ms, slide_ms=op.slide_ms, agg=op.agg,
-            retention=ttl_ms is not None)
+            retention=ttl_ms is not None, lower_ms=op.lower_ms, upper_ms=op.upper_ms)
         b = worker.batch().raw(wire_ops.encode_open(spec) + wire_ops.encode_apply(_batch(rows)))
         b.raw(wire_ops.encode_sample(sample_at), reads=1)
         b.raw(wire_ops.encode_finish(), reads=1)
@@ -133,6 +133,13 @@ JOIN_OUT = [("+I", 8, 6, 40, 0, 2, 10, 1), ("+I", 7, 4, 50, 2, 3, 10, 1),
 AGG_ROWS: Rows = [(7, BID, 1, 4, 7, 5, 0, 0), (7, BID, 2, 4, 7, 3, 0, 0),
                   (7, BID, 3, 4, 7, 9, 0, 0)]
 AGG_OUT = [("+I", 7, 5), ("-U", 7, 5), ("+U", 7, 9)]  # max unchanged at 3: no update
+# interval join, bids within [auction ts, + 10 ms], bound 0: the bid at 5 joins the auction at
+# 1; before the bid at 20 the watermark 19 fires the cleanup timers at 11 (the bid cache's,
+# 5 + 0 + 5 + 1) and 17 (the auction cache's, 1 + 10 + 5 + 1), emptying both caches; the bid at
+# 20 is cached with its cleanup timer at 26 (left: its row, the timer state, the timer)
+INTERVAL_ROWS: Rows = [(7, AUCTION, 1, 3, 7, 100, 10, 99), (7, BID, 5, 4, 7, 50, 0, 0),
+                       (7, BID, 20, 5, 7, 60, 0, 0)]
+INTERVAL_OUT = [("+I", 7, 4, 50, 5, 3, 1)]
 
 TRACES = {
     # kind: (spec, rows, hand-worked outputs, live entries after the rows, timers registered)
@@ -141,6 +148,8 @@ TRACES = {
     "dedup": (OperatorSpec("dedup"), DEDUP_ROWS, DEDUP_OUT, 2, 0),
     "regular_join": (OperatorSpec("regular_join"), JOIN_ROWS, JOIN_OUT, 5, 0),
     "group_agg": (OperatorSpec("group_agg", agg="max"), AGG_ROWS, AGG_OUT, 1, 0),
+    "interval_join": (OperatorSpec("interval_join", lower_ms=0, upper_ms=10), INTERVAL_ROWS,
+                      INTERVAL_OUT, 3, 3),
 }
 
 
@@ -182,7 +191,7 @@ def test_the_output_hash_is_the_workers() -> None:
 
 PAIRS = (("heap", "flink-heap"), ("rocksdb", "flink-rocksdb"))
 SPECS = ("nexmark-q18-dedup", "nexmark-q20-join", "nexmark-q7-window", "nexmark-q5-sliding",
-         "nexmark-q4-agg")
+         "nexmark-q4-agg", "nexmark-interval-join")
 
 
 def _per_task(rows: list[dict], backend: str, metric: str) -> dict[tuple[int, int], float]:

@@ -42,14 +42,16 @@ import java.util.Map;
  * ({@code StreamingJoinOperator}: maps {@code left-records}/{@code right-records}, record ->
  * count, the records as Flink tuples of 4 and 6 fields), tumbling and sliding windows
  * ({@code WindowOperator}: value {@code window-contents} in one namespace per window, Flink's
- * {@link TimeWindow} and its serializer, as WindowOperator keeps it) and group_agg
- * ({@code GroupAggFunction}: value {@code accState}). Where the emulation keeps a window as a
+ * {@link TimeWindow} and its serializer, as WindowOperator keeps it), group_agg
+ * ({@code GroupAggFunction}: value {@code accState}) and interval_join ({@code
+ * TimeIntervalJoin}: maps {@code IntervalJoin{Left,Right}Cache}, values {@code
+ * IntervalJoin{Left,Right}TimerState}, timers in the void namespace). Where the emulation keeps a window as a
  * map entry keyed by the window's end, this keeps it as Flink does: a value in the window's
  * namespace (one get and one put per record, one get and one clear at firing).
  *
  * <p>Timers are the keyed backend's own priority-queue state, created as InternalTimerServiceImpl
- * creates its event-time queue ({@code keyedBackend.create("_timer_state/event_window-timers",
- * TimerSerializer)}): a HeapPriorityQueueSet on the heap backend, a RocksDB column family on
+ * creates its event-time queue ({@code keyedBackend.create("_timer_state/event_" + service,
+ * TimerSerializer)}, service window-timers or user-timers): a HeapPriorityQueueSet on the heap backend, a RocksDB column family on
  * RocksDB (FlinkBackend builds it with PriorityQueueStateType.ROCKSDB, Flink's default of
  * state.backend.rocksdb.timer-service.factory). The watermark is the emulation's, max ts -
  * bound - 1 advanced before each record; OP_FINISH is the final watermark (Long.MAX_VALUE).
@@ -77,6 +79,7 @@ final class Operators implements CommandFamily {
     static final int TUMBLING = 2;
     static final int SLIDING = 3;
     static final int GROUP_AGG = 4;
+    static final int INTERVAL_JOIN = 5;
 
     static final int AGG_MAX = 0;
     static final int AGG_SUM = 1;
@@ -88,9 +91,13 @@ final class Operators implements CommandFamily {
     static final long UPDATE_AFTER = 2;
 
     static final int BID = 2;
-    static final String TIMERS = "_timer_state/event_window-timers";
-    /** A timer's logical bytes in a sample: key 8 + timestamp 8 + TimeWindow 16. */
+    /** WindowOperator's timer service, and KeyedCoProcessOperator's (the interval join). */
+    static final String WINDOW_TIMERS = "window-timers";
+    static final String USER_TIMERS = "user-timers";
+    /** A timer's logical bytes in a sample: key 8 + timestamp 8 + TimeWindow 16 (a void
+     *  namespace is one byte: 17). */
     static final long TIMER_BYTES = 32;
+    static final long VOID_TIMER_BYTES = 17;
     /** Bytes of one row of OP_APPLY's columns. */
     static final int ROW_BYTES = 8 + 8 + 1 + 8 + 8 + 8 + 4 + 8;
 
@@ -118,6 +125,8 @@ final class Operators implements CommandFamily {
         long slideMs;
         int agg;
         boolean retention;
+        long lowerMs;
+        long upperMs;
     }
 
     @Override
@@ -137,7 +146,8 @@ final class Operators implements CommandFamily {
                 List<Object> result = new ArrayList<>(Census.take(b, l.ttlMs, at));
                 long timers = op.timers == null ? 0 : op.timers.size();
                 result.set(0, (Long) result.get(0) + timers);
-                result.set(2, (Long) result.get(2) + timers * TIMER_BYTES);
+                result.set(2, (Long) result.get(2) + timers
+                        * (params.kind == INTERVAL_JOIN ? VOID_TIMER_BYTES : TIMER_BYTES));
                 long estimate = -1;
                 if (b.backend instanceof RocksDBKeyedStateBackend) {
                     // RocksDB's own entry estimate over the operator's column families, the
@@ -149,12 +159,14 @@ final class Operators implements CommandFamily {
                                 "rocksdb.estimate-num-keys");
                     }
                     if (op.timers != null) {
-                        estimate += StatebenchRocksAccess.property(rocks, TIMERS,
+                        String cf = "_timer_state/event_"
+                                + (params.kind == INTERVAL_JOIN ? USER_TIMERS : WINDOW_TIMERS);
+                        estimate += StatebenchRocksAccess.property(rocks, cf,
                                 "rocksdb.estimate-num-keys");
                         result.set(4, (Long) result.get(4)
-                                + StatebenchRocksAccess.property(rocks, TIMERS,
+                                + StatebenchRocksAccess.property(rocks, cf,
                                         "rocksdb.total-sst-files-size")
-                                + StatebenchRocksAccess.property(rocks, TIMERS,
+                                + StatebenchRocksAccess.property(rocks, cf,
                                         "rocksdb.cur-size-all-mem-tables"));
                     }
                 }
@@ -184,7 +196,8 @@ final class Operators implements CommandFamily {
      * OP_OPEN u8 kind, the TTL fields of EV_OPEN (i64 ttl ms, u8 update, u8 visibility, u8
      * flags, i32 incremental size, u8 per record, i64 query time after num entries), u8 clock,
      * f64 speedup, i64 start ms, i64 warm-up records, u8 latency histogram, i64
-     * out-of-orderness ms, i64 window ms, i64 slide ms, u8 aggregate, u8 retention.
+     * out-of-orderness ms, i64 window ms, i64 slide ms, u8 aggregate, u8 retention, i64
+     * interval join's lower bound ms, i64 its upper bound ms.
      */
     private void open(FlinkBackend b, Wire.In in) throws Exception {
         Params p = new Params();
@@ -204,7 +217,9 @@ final class Operators implements CommandFamily {
         p.slideMs = in.i64();
         p.agg = in.u8();
         p.retention = in.u8() == 1;
-        if (p.kind > GROUP_AGG) {
+        p.lowerMs = in.i64();
+        p.upperMs = in.i64();
+        if (p.kind > INTERVAL_JOIN) {
             throw new IllegalArgumentException("unknown operator kind " + p.kind);
         }
         if (p.agg > AGG_COUNT) {
@@ -239,6 +254,9 @@ final class Operators implements CommandFamily {
                 break;
             case GROUP_AGG:
                 o = new GroupAgg();
+                break;
+            case INTERVAL_JOIN:
+                o = new IntervalJoin();
                 break;
             default:
                 o = new Window();
@@ -500,10 +518,10 @@ final class Operators implements CommandFamily {
         long digest;
         long watermark = Long.MIN_VALUE;
         Object currentKey;
-        KeyGroupedInternalPriorityQueue<TimerHeapInternalTimer<Object, TimeWindow>> timers;
+        KeyGroupedInternalPriorityQueue<TimerHeapInternalTimer<Object, Object>> timers;
         /** The timers registered and not yet fired: the queue is a set, a registration of one
          *  already there changes nothing and is not counted (the emulation's rule). */
-        final HashSet<TimerHeapInternalTimer<Object, TimeWindow>> live = new HashSet<>();
+        final HashSet<TimerHeapInternalTimer<Object, Object>> live = new HashSet<>();
         long registered;
         long fired;
         /** State accesses (each state call, each timer written or removed), as the
@@ -514,7 +532,7 @@ final class Operators implements CommandFamily {
 
         abstract void process(Columns c, int i) throws Exception;
 
-        void onTimer(TimerHeapInternalTimer<Object, TimeWindow> timer) throws Exception {
+        void onTimer(TimerHeapInternalTimer<Object, Object> timer) throws Exception {
             throw new IllegalStateException("this operator registers no timers");
         }
 
@@ -559,7 +577,7 @@ final class Operators implements CommandFamily {
             if (timers == null) {
                 return;
             }
-            TimerHeapInternalTimer<Object, TimeWindow> timer;
+            TimerHeapInternalTimer<Object, Object> timer;
             while ((timer = timers.peek()) != null && timer.getTimestamp() <= wm) {
                 timers.poll();
                 live.remove(timer);
@@ -570,9 +588,16 @@ final class Operators implements CommandFamily {
             }
         }
 
-        void registerTimer(long ts, TimeWindow window) {
-            TimerHeapInternalTimer<Object, TimeWindow> timer =
-                    new TimerHeapInternalTimer<>(ts, currentKey, window);
+        /** The event-time timer queue, as InternalTimerServiceImpl creates it. */
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        void createTimers(String service, TypeSerializer<?> namespaceSerializer) {
+            timers = (KeyGroupedInternalPriorityQueue) backend.create("_timer_state/event_" + service,
+                    new TimerSerializer<>(backend.getKeySerializer(), namespaceSerializer));
+        }
+
+        void registerTimer(long ts, Object namespace) {
+            TimerHeapInternalTimer<Object, Object> timer =
+                    new TimerHeapInternalTimer<>(ts, currentKey, namespace);
             if (live.add(timer)) {
                 registered++;
                 accesses++;
@@ -711,8 +736,7 @@ final class Operators implements CommandFamily {
                     new ValueStateDescriptor<>("window-contents", LongSerializer.INSTANCE),
                     ttl, new TimeWindow(0, p.windowMs), new TimeWindow.Serializer());
             namespaced = (InternalKvState<Object, TimeWindow, Long>) contents;
-            timers = backend.create(TIMERS,
-                    new TimerSerializer<>(backend.getKeySerializer(), new TimeWindow.Serializer()));
+            createTimers(WINDOW_TIMERS, new TimeWindow.Serializer());
         }
 
         @Override
@@ -738,8 +762,8 @@ final class Operators implements CommandFamily {
         }
 
         @Override
-        void onTimer(TimerHeapInternalTimer<Object, TimeWindow> timer) throws Exception {
-            TimeWindow window = timer.getNamespace();
+        void onTimer(TimerHeapInternalTimer<Object, Object> timer) throws Exception {
+            TimeWindow window = (TimeWindow) timer.getNamespace();
             namespaced.setCurrentNamespace(window);
             accesses += 2;
             Long value = contents.value();
@@ -774,6 +798,202 @@ final class Operators implements CommandFamily {
             } else if (after != before || p.retention) {
                 emit(UPDATE_BEFORE, key, before);
                 emit(UPDATE_AFTER, key, after);
+            }
+        }
+    }
+
+    /** interval_join: RowTimeIntervalJoin / TimeIntervalJoin, inner, bids left and auctions
+     *  right (workloads/operators/interval_join.py): caches MapState<Long, byte[]> (row time ->
+     *  the rows of that time, each followed by its one-byte emitted flag), the other side's
+     *  cleanup timer in a ValueState<Long> without TTL, timers in the void namespace of
+     *  KeyedCoProcessOperator's "user-timers" service. The expiration times are operator
+     *  fields shared by every key, as in Flink. */
+    static final class IntervalJoin extends Op {
+        static final int BID_BYTES = 32;
+        static final int AUCTION_BYTES = 44;
+        MapState<Long, byte[]> lcache;
+        MapState<Long, byte[]> rcache;
+        ValueState<Long> ltimer;
+        ValueState<Long> rtimer;
+        long leftSize;
+        long rightSize;
+        long minCleanup;
+        long leftExpiration;
+        long rightExpiration;
+
+        @Override
+        @SuppressWarnings("unchecked")
+        void bind(StateTtlConfig ttl) throws Exception {
+            leftSize = -p.lowerMs;
+            rightSize = p.upperMs;
+            minCleanup = Math.max(0, Math.floorDiv(leftSize + rightSize, 2));
+            lcache = (MapState<Long, byte[]>) register(FlinkBackend.MAP,
+                    new MapStateDescriptor<>("IntervalJoinLeftCache", LongSerializer.INSTANCE,
+                            BytePrimitiveArraySerializer.INSTANCE),
+                    ttl, VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE);
+            rcache = (MapState<Long, byte[]>) register(FlinkBackend.MAP,
+                    new MapStateDescriptor<>("IntervalJoinRightCache", LongSerializer.INSTANCE,
+                            BytePrimitiveArraySerializer.INSTANCE),
+                    ttl, VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE);
+            ltimer = (ValueState<Long>) register(FlinkBackend.VALUE,
+                    new ValueStateDescriptor<>("IntervalJoinLeftTimerState",
+                            LongSerializer.INSTANCE),
+                    null, VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE);
+            rtimer = (ValueState<Long>) register(FlinkBackend.VALUE,
+                    new ValueStateDescriptor<>("IntervalJoinRightTimerState",
+                            LongSerializer.INSTANCE),
+                    null, VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE);
+            createTimers(USER_TIMERS, VoidNamespaceSerializer.INSTANCE);
+        }
+
+        long operatorTime() {
+            return watermark > 0 ? watermark : 0;
+        }
+
+        long expiration(long relativeSize) {
+            long now = operatorTime();
+            return now < Long.MAX_VALUE ? now - relativeSize - 1 : Long.MAX_VALUE;
+        }
+
+        @Override
+        void process(Columns c, int i) throws Exception {
+            long t = c.ts(i);
+            long person = c.person(i);
+            long auction = c.auction(i);
+            long price = c.price(i);
+            if (c.type(i) == BID) {
+                byte[] record = new byte[BID_BYTES];
+                ByteBuffer.wrap(record).putLong(auction).putLong(person).putLong(price).putLong(t);
+                long lo = t - rightSize;
+                long hi = t + leftSize;
+                if (rightExpiration < hi) {
+                    rightExpiration = expiration(rightSize);
+                    join(rcache, lo, hi, rightExpiration, record, true);
+                }
+                if (operatorTime() < hi) {
+                    cache(lcache, t, record);
+                    accesses++;
+                    if (rtimer.value() == null) {
+                        registerCleanup(t, true);
+                    }
+                }
+            } else {
+                byte[] record = new byte[AUCTION_BYTES];
+                ByteBuffer.wrap(record).putLong(auction).putLong(person).putLong(price)
+                        .putInt(c.category(i)).putLong(c.expires(i)).putLong(t);
+                long lo = t - leftSize;
+                long hi = t + rightSize;
+                if (leftExpiration < hi) {
+                    leftExpiration = expiration(leftSize);
+                    join(lcache, lo, hi, leftExpiration, record, false);
+                }
+                if (operatorTime() < hi) {
+                    cache(rcache, t, record);
+                    accesses++;
+                    if (ltimer.value() == null) {
+                        registerCleanup(t, false);
+                    }
+                }
+            }
+        }
+
+        /** The other side's entries (one iteration, in row-time order as the emulation's
+         *  sorted items), a +I per row in range, then a remove per expired entry. */
+        void join(MapState<Long, byte[]> other, long lo, long hi, long expiration,
+                  byte[] record, boolean left) throws Exception {
+            accesses++;
+            List<Map.Entry<Long, byte[]>> entries = sorted(other);
+            for (Map.Entry<Long, byte[]> e : entries) {
+                long time = e.getKey();
+                if (lo <= time && time <= hi) {
+                    byte[] packed = e.getValue();
+                    int size = left ? AUCTION_BYTES : BID_BYTES;
+                    for (int at = 0; at + size <= packed.length; at += size + 1) {
+                        ByteBuffer row = ByteBuffer.wrap(packed, at, size).slice();
+                        ByteBuffer mine = ByteBuffer.wrap(record);
+                        ByteBuffer bid = left ? mine : row;
+                        ByteBuffer auc = left ? row : mine;
+                        emit(INSERT, bid.getLong(0), bid.getLong(8), bid.getLong(16),
+                                bid.getLong(24), auc.getLong(8), auc.getLong(36));
+                    }
+                }
+                if (time <= expiration) {
+                    accesses++;
+                    other.remove(time); // eager remove while joining
+                }
+            }
+        }
+
+        static List<Map.Entry<Long, byte[]>> sorted(MapState<Long, byte[]> map)
+                throws Exception {
+            List<Map.Entry<Long, byte[]>> out = new ArrayList<>();
+            Iterable<Map.Entry<Long, byte[]>> it = map.entries();
+            if (it != null) {
+                for (Map.Entry<Long, byte[]> e : it) {
+                    out.add(new java.util.AbstractMap.SimpleImmutableEntry<>(e.getKey(),
+                            e.getValue()));
+                }
+            }
+            out.sort(Map.Entry.comparingByKey());
+            return out;
+        }
+
+        void cache(MapState<Long, byte[]> cache, long t, byte[] record) throws Exception {
+            accesses += 2;
+            byte[] rows = cache.get(t);
+            int had = rows == null ? 0 : rows.length;
+            byte[] grown = new byte[had + record.length + 1];
+            if (rows != null) {
+                System.arraycopy(rows, 0, grown, 0, had);
+            }
+            System.arraycopy(record, 0, grown, had, record.length); // then the 0 flag
+            cache.put(t, grown);
+        }
+
+        void registerCleanup(long rowTime, boolean left) throws Exception {
+            long size = left ? leftSize : rightSize;
+            long cleanup = rowTime + size + minCleanup + 1;
+            registerTimer(cleanup, VoidNamespace.INSTANCE);
+            accesses++;
+            (left ? rtimer : ltimer).update(cleanup);
+        }
+
+        @Override
+        void onTimer(TimerHeapInternalTimer<Object, Object> timer) throws Exception {
+            long ts = timer.getTimestamp();
+            accesses++;
+            Long leftCleanup = ltimer.value();
+            if (leftCleanup != null && ts == leftCleanup) {
+                rightExpiration = expiration(rightSize);
+                removeExpired(rightExpiration, rcache, ltimer, false);
+            }
+            accesses++;
+            Long rightCleanup = rtimer.value();
+            if (rightCleanup != null && ts == rightCleanup) {
+                leftExpiration = expiration(leftSize);
+                removeExpired(leftExpiration, lcache, rtimer, true);
+            }
+        }
+
+        void removeExpired(long expiration, MapState<Long, byte[]> cache,
+                           ValueState<Long> timerState, boolean left) throws Exception {
+            long earliest = -1;
+            accesses++;
+            for (Map.Entry<Long, byte[]> e : sorted(cache)) {
+                long time = e.getKey();
+                if (time <= expiration) {
+                    accesses++;
+                    cache.remove(time);
+                } else if (time < earliest || earliest < 0) {
+                    earliest = time;
+                }
+            }
+            if (earliest > 0) {
+                registerCleanup(earliest, left);
+            } else {
+                accesses += 2;
+                timerState.clear();
+                cache.clear();
             }
         }
     }
