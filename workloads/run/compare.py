@@ -29,8 +29,8 @@ from workloads.spec import WorkloadSpec, load_spec
 #: both on event time, and sessions on a paced processing-time clock, where RocksDB's own TTL
 #: compaction filter (wall clock) runs next to its baseline in the same ``ttl_db`` layout; then
 #: two operator workloads (issue 17): Nexmark q20's regular join and q18's deduplication, whose
-#: ``ttl_changed_results`` shows what the TTL costs in results. The Flink lanes cannot run
-#: operator kinds yet: their operator scenarios are listed as not applicable, with the reason.
+#: ``ttl_changed_results`` shows what the TTL costs in results. A lane that cannot run an
+#: operator kind has its scenarios listed as not applicable, with the reason (plan.py).
 DEFAULT_SPECS = ("sessions-churn", "ycsb-a", "sessions-paced", "nexmark-q20-join",
                  "nexmark-q18-dedup")
 #: Lighter operator workloads in the default comparison (the whole default stays within 8
