@@ -98,7 +98,8 @@ def _run_worker(kind: str, op: OperatorSpec, rows: Rows, bound: int, ttl_ms: int
             kind=op.kind, ttl_fields=ttl_fields(ttl, 1000, None), clock=events.CLOCK_RECORD,
             speedup=1.0, start_ms=0, warmup_records=0, latency=False, out_of_orderness_ms=bound,
             window_ms=op.window_ms, slide_ms=op.slide_ms, agg=op.agg,
-            retention=ttl_ms is not None, lower_ms=op.lower_ms, upper_ms=op.upper_ms)
+            retention=ttl_ms is not None, lower_ms=op.lower_ms, upper_ms=op.upper_ms,
+            top_n=op.top_n)
         b = worker.batch().raw(wire_ops.encode_open(spec) + wire_ops.encode_apply(_batch(rows)))
         b.raw(wire_ops.encode_sample(sample_at), reads=1)
         b.raw(wire_ops.encode_finish(), reads=1)
@@ -140,6 +141,12 @@ AGG_OUT = [("+I", 7, 5), ("-U", 7, 5), ("+U", 7, 9)]  # max unchanged at 3: no u
 INTERVAL_ROWS: Rows = [(7, AUCTION, 1, 3, 7, 100, 10, 99), (7, BID, 5, 4, 7, 50, 0, 0),
                        (7, BID, 20, 5, 7, 60, 0, 0)]
 INTERVAL_OUT = [("+I", 7, 4, 50, 5, 3, 1)]
+# Top-2 by price of auction 7: 9 pushes 3 out (-D); 1 and a second 5 (ties rank after the
+# rows there) are outside the full buffer's range
+TOPN_ROWS: Rows = [(7, BID, 1, 4, 7, 5, 0, 0), (7, BID, 2, 5, 7, 3, 0, 0),
+                   (7, BID, 3, 6, 7, 9, 0, 0), (7, BID, 4, 7, 7, 1, 0, 0),
+                   (7, BID, 5, 8, 7, 5, 0, 0)]
+TOPN_OUT = [("+I", 7, 4, 5, 1), ("+I", 7, 5, 3, 2), ("-D", 7, 5, 3, 2), ("+I", 7, 6, 9, 3)]
 
 TRACES = {
     # kind: (spec, rows, hand-worked outputs, live entries after the rows, timers registered)
@@ -150,6 +157,7 @@ TRACES = {
     "group_agg": (OperatorSpec("group_agg", agg="max"), AGG_ROWS, AGG_OUT, 1, 0),
     "interval_join": (OperatorSpec("interval_join", lower_ms=0, upper_ms=10), INTERVAL_ROWS,
                       INTERVAL_OUT, 3, 3),
+    "topn": (OperatorSpec("topn", top_n=2), TOPN_ROWS, TOPN_OUT, 2, 0),
 }
 
 
@@ -191,7 +199,7 @@ def test_the_output_hash_is_the_workers() -> None:
 
 PAIRS = (("heap", "flink-heap"), ("rocksdb", "flink-rocksdb"))
 SPECS = ("nexmark-q18-dedup", "nexmark-q20-join", "nexmark-q7-window", "nexmark-q5-sliding",
-         "nexmark-q4-agg", "nexmark-interval-join")
+         "nexmark-q4-agg", "nexmark-interval-join", "nexmark-q19-topn")
 
 
 def _per_task(rows: list[dict], backend: str, metric: str) -> dict[tuple[int, int], float]:
@@ -247,7 +255,7 @@ def test_the_operator_lanes_run_inside_spark_executors(tmp_path: Path) -> None:
 def test_unsupported_lanes_and_kinds_are_refused_naming_them() -> None:
     assert wire_ops.lane_reason("flink-rocksdb", "dedup") is None
     assert "flink-forst" in str(wire_ops.lane_reason("flink-forst", "dedup"))
-    assert "'topn'" in str(wire_ops.lane_reason("flink-heap", "topn"))
+    assert "'session_window'" in str(wire_ops.lane_reason("flink-heap", "session_window"))
     with pytest.raises(ValueError, match="'session_window'"):
         wire_ops.encode_open(wire_ops.OperatorOpen(
             "session_window", (0,) * 7, 0, 1.0, 0, 0, False, 0, 1, 1, "max", False))

@@ -44,7 +44,7 @@ def test_flink_lanes_are_not_applicable_for_operator_specs() -> None:
     # the default comparison's operator kinds run on Flink's lanes too
     assert {s.backend for s in plan_scenarios(dedup)[0]} == set(backends)
     assert operator_lane_reason(dedup, "flink-heap") is None
-    spec = load_spec("nexmark-q19-topn")  # a kind the Flink lanes do not run
+    spec = load_spec("nexmark-q11-session")  # a kind the Flink lanes do not run
     cfg = RunConfig(spec=spec, backends=backends)
     runnable, skipped = plan_scenarios(cfg)
     assert {s.backend for s in runnable} == {"heap", "rocksdb"}
@@ -53,7 +53,7 @@ def test_flink_lanes_are_not_applicable_for_operator_specs() -> None:
         (b, s) for b in ("flink-heap", "flink-rocksdb") for s in spec.state.strategies}
     for n in flink:
         assert n.reason == operator_lane_reason(cfg, n.backend)
-        assert f"backend '{n.backend}'" in n.reason and "kind = 'topn'" in n.reason
+        assert f"backend '{n.backend}'" in n.reason and "kind = 'session_window'" in n.reason
     # statebench's own not-applicable strategies keep their own reasons
     assert any(n.backend == "rocksdb" and "incremental" in n.strategy for n in skipped)
     # key-value traffic still runs on the Flink lanes
@@ -68,5 +68,5 @@ def test_only_lanes_without_operator_kinds_is_refused() -> None:
         RunConfig(spec=load_spec("ycsb-a"), backends=("flink-heap",))
     except PlanError as exc:
         pytest.skip(str(exc))
-    with pytest.raises(PlanError, match=r"flink-heap.*not 'topn'"):
-        RunConfig(spec=load_spec("nexmark-q19-topn"), backends=("flink-heap", "flink-rocksdb"))
+    with pytest.raises(PlanError, match=r"flink-heap.*not 'session_window'"):
+        RunConfig(spec=load_spec("nexmark-q11-session"), backends=("flink-heap", "flink-rocksdb"))

@@ -43,9 +43,10 @@ import java.util.Map;
  * count, the records as Flink tuples of 4 and 6 fields), tumbling and sliding windows
  * ({@code WindowOperator}: value {@code window-contents} in one namespace per window, Flink's
  * {@link TimeWindow} and its serializer, as WindowOperator keeps it), group_agg
- * ({@code GroupAggFunction}: value {@code accState}) and interval_join ({@code
+ * ({@code GroupAggFunction}: value {@code accState}), interval_join ({@code
  * TimeIntervalJoin}: maps {@code IntervalJoin{Left,Right}Cache}, values {@code
- * IntervalJoin{Left,Right}TimerState}, timers in the void namespace). Where the emulation keeps a window as a
+ * IntervalJoin{Left,Right}TimerState}, timers in the void namespace) and topn ({@code
+ * AppendOnlyTopNFunction}: map {@code data-state-with-append} and an LRU buffer cache). Where the emulation keeps a window as a
  * map entry keyed by the window's end, this keeps it as Flink does: a value in the window's
  * namespace (one get and one put per record, one get and one clear at firing).
  *
@@ -80,6 +81,7 @@ final class Operators implements CommandFamily {
     static final int SLIDING = 3;
     static final int GROUP_AGG = 4;
     static final int INTERVAL_JOIN = 5;
+    static final int TOPN = 6;
 
     static final int AGG_MAX = 0;
     static final int AGG_SUM = 1;
@@ -89,6 +91,7 @@ final class Operators implements CommandFamily {
     static final long INSERT = 0;
     static final long UPDATE_BEFORE = 1;
     static final long UPDATE_AFTER = 2;
+    static final long DELETE = 3;
 
     static final int BID = 2;
     /** WindowOperator's timer service, and KeyedCoProcessOperator's (the interval join). */
@@ -127,6 +130,7 @@ final class Operators implements CommandFamily {
         boolean retention;
         long lowerMs;
         long upperMs;
+        int topN;
     }
 
     @Override
@@ -197,7 +201,7 @@ final class Operators implements CommandFamily {
      * flags, i32 incremental size, u8 per record, i64 query time after num entries), u8 clock,
      * f64 speedup, i64 start ms, i64 warm-up records, u8 latency histogram, i64
      * out-of-orderness ms, i64 window ms, i64 slide ms, u8 aggregate, u8 retention, i64
-     * interval join's lower bound ms, i64 its upper bound ms.
+     * interval join's lower bound ms, i64 its upper bound ms, i32 Top-N's N.
      */
     private void open(FlinkBackend b, Wire.In in) throws Exception {
         Params p = new Params();
@@ -219,7 +223,11 @@ final class Operators implements CommandFamily {
         p.retention = in.u8() == 1;
         p.lowerMs = in.i64();
         p.upperMs = in.i64();
-        if (p.kind > INTERVAL_JOIN) {
+        p.topN = in.i32();
+        if (p.kind == TOPN && p.topN < 1) {
+            throw new IllegalArgumentException("top_n must be >= 1, got " + p.topN);
+        }
+        if (p.kind > TOPN) {
             throw new IllegalArgumentException("unknown operator kind " + p.kind);
         }
         if (p.agg > AGG_COUNT) {
@@ -258,6 +266,9 @@ final class Operators implements CommandFamily {
             case INTERVAL_JOIN:
                 o = new IntervalJoin();
                 break;
+            case TOPN:
+                o = new TopN();
+                break;
             default:
                 o = new Window();
                 break;
@@ -266,6 +277,7 @@ final class Operators implements CommandFamily {
         o.fb = b;
         o.backend = b.backend;
         o.census = census;
+        o.ttlMs = ttl == null ? -1 : ttl.getTimeToLive().toMillis();
         o.bind(ttl);
         return o;
     }
@@ -512,6 +524,8 @@ final class Operators implements CommandFamily {
         FlinkBackend fb;
         AbstractKeyedStateBackend<Object> backend;
         boolean census;
+        /** The state TTL in ms (-1: none), for what a kind ties to it besides its states. */
+        long ttlMs;
         boolean keepHashes;
         final Map<Long, long[]> hashes = new HashMap<>();
         long outputs;
@@ -995,6 +1009,114 @@ final class Operators implements CommandFamily {
                 timerState.clear();
                 cache.clear();
             }
+        }
+    }
+
+    /** topn: AppendOnlyTopNFunction without the rank number (workloads/operators/topn.py):
+     *  MapState<Long, byte[]> data-state-with-append (price -> the bids at that price, 32
+     *  bytes each) and a TopNBuffer per key in an LRU cache of 10 000 / N keys whose entries
+     *  expire the TTL after they were loaded, on the TTL clock. */
+    static final class TopN extends Op {
+        static final int TOPN_CACHE_SIZE = 10_000;
+        static final int BID_BYTES = 32;
+        MapState<Long, byte[]> data;
+        int capacity;
+        long now;
+        /** key -> {buffer (price -> rows, ascending), loaded at (long[1])}, least recent first */
+        final java.util.LinkedHashMap<Object, Object[]> cache =
+                new java.util.LinkedHashMap<>(16, 0.75f, true);
+
+        @Override
+        @SuppressWarnings("unchecked")
+        void bind(StateTtlConfig ttl) throws Exception {
+            capacity = Math.max(1, TOPN_CACHE_SIZE / p.topN);
+            data = (MapState<Long, byte[]>) register(FlinkBackend.MAP,
+                    new MapStateDescriptor<>("data-state-with-append", LongSerializer.INSTANCE,
+                            BytePrimitiveArraySerializer.INSTANCE),
+                    ttl, VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE);
+        }
+
+        @Override
+        void advance(long ts) throws Exception {
+            now = ts; // the TTL clock the cache expires on
+            super.advance(ts);
+        }
+
+        @SuppressWarnings("unchecked")
+        java.util.TreeMap<Long, List<byte[]>> buffer() throws Exception {
+            Object[] cached = cache.get(currentKey);
+            if (cached != null && (ttlMs < 0 || ((long[]) cached[1])[0] + ttlMs > now)) {
+                return (java.util.TreeMap<Long, List<byte[]>>) cached[0];
+            }
+            java.util.TreeMap<Long, List<byte[]>> buffer = new java.util.TreeMap<>();
+            accesses++;
+            Iterable<Map.Entry<Long, byte[]>> it = data.entries();
+            if (it != null) {
+                for (Map.Entry<Long, byte[]> e : it) {
+                    byte[] packed = e.getValue();
+                    List<byte[]> rows = new ArrayList<>();
+                    for (int at = 0; at + BID_BYTES <= packed.length; at += BID_BYTES) {
+                        rows.add(java.util.Arrays.copyOfRange(packed, at, at + BID_BYTES));
+                    }
+                    buffer.put(e.getKey(), rows);
+                }
+            }
+            cache.put(currentKey, new Object[] {buffer, new long[] {now}});
+            java.util.Iterator<Object> eldest = cache.keySet().iterator();
+            while (cache.size() > capacity) {
+                eldest.next();
+                eldest.remove();
+            }
+            return buffer;
+        }
+
+        static byte[] join(List<byte[]> rows) {
+            byte[] out = new byte[rows.size() * BID_BYTES];
+            for (int k = 0; k < rows.size(); k++) {
+                System.arraycopy(rows.get(k), 0, out, k * BID_BYTES, BID_BYTES);
+            }
+            return out;
+        }
+
+        @Override
+        void process(Columns c, int i) throws Exception {
+            long ts = c.ts(i);
+            long bidder = c.person(i);
+            long auction = c.auction(i);
+            long price = c.price(i);
+            java.util.TreeMap<Long, List<byte[]>> buffer = buffer();
+            int count = 0;
+            for (List<byte[]> rows : buffer.values()) {
+                count += rows.size();
+            }
+            if (!buffer.isEmpty() && price <= buffer.firstKey() && count >= p.topN) {
+                return; // not in the buffer's range (ties rank after the rows already there)
+            }
+            byte[] record = new byte[BID_BYTES];
+            ByteBuffer.wrap(record).putLong(auction).putLong(bidder).putLong(price).putLong(ts);
+            List<byte[]> same = buffer.computeIfAbsent(price, k -> new ArrayList<>());
+            same.add(record);
+            accesses++;
+            data.put(price, join(same));
+            if (count + 1 > p.topN) {
+                long worst = buffer.firstKey();
+                List<byte[]> rows = buffer.get(worst);
+                byte[] last = rows.get(rows.size() - 1);
+                accesses++;
+                if (rows.size() <= 1) {
+                    buffer.remove(worst);
+                    data.remove(worst);
+                } else {
+                    rows.remove(rows.size() - 1);
+                    data.put(worst, join(rows));
+                }
+                if (java.util.Arrays.equals(last, record)) {
+                    return;
+                }
+                ByteBuffer b = ByteBuffer.wrap(last);
+                emit(DELETE, b.getLong(0), b.getLong(8), b.getLong(16), b.getLong(24));
+            }
+            emit(INSERT, auction, bidder, price, ts);
         }
     }
 }
