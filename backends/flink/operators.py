@@ -12,7 +12,8 @@ the operator's lane. Layouts (big-endian):
        entries), u8 clock (events.CLOCK_*), f64 speedup, i64 start ms, i64 warm-up records,
        u8 latency histogram, i64 out-of-orderness ms, i64 window ms, i64 slide ms, u8 aggregate
        (AGGS), u8 retention (a TTL is set: GroupAggFunction emits unchanged updates),
-       i64 interval join's lower bound ms, i64 its upper bound ms, i32 Top-N's N          --
+       i64 interval join's lower bound ms, i64 its upper bound ms, i32 Top-N's N, i64
+       session gap ms                                                                     --
   0x51 OP_APPLY i32 n, then columns of n: key i64, ts i64, event type i8, person i64,
        auction i64, price i64, category i32, expires i64                                  --
   0x52 OP_SAMPLE i64 now (i64 min = the lane's clock): EV_SAMPLE's reply, live entries and
@@ -45,12 +46,12 @@ from backends.flink import events
 OP_OPEN, OP_APPLY, OP_SAMPLE, OP_FINISH = 0x50, 0x51, 0x52, 0x53
 #: The operator kinds the Java side runs, and their OP_OPEN codes.
 KINDS = {"dedup": 0, "regular_join": 1, "tumbling_window": 2, "sliding_window": 3,
-         "group_agg": 4, "interval_join": 5, "topn": 6}
+         "group_agg": 4, "interval_join": 5, "topn": 6, "session_window": 7}
 AGGS = {"max": 0, "sum": 1, "count": 2}
 CHANGELOG = {"+I": 0, "-U": 1, "+U": 2, "-D": 3}
 LANE_CLOCK = -(1 << 63)
 
-_OPEN = struct.Struct(">BBqBBBiBqBdqqBqqqBBqqi")
+_OPEN = struct.Struct(">BBqBBBiBqBdqqBqqqBBqqiq")
 _APPLY = struct.Struct(">Bi")
 _SAMPLE = struct.Struct(">Bq")
 _MASK = (1 << 64) - 1
@@ -79,6 +80,7 @@ class OperatorOpen:
     lower_ms: int = 0
     upper_ms: int = 0
     top_n: int = 1
+    gap_ms: int = 1
 
 
 def unsupported_reason(kind: str) -> str | None:
@@ -99,7 +101,7 @@ def encode_open(spec: OperatorOpen) -> bytes:
                       float(spec.speedup), spec.start_ms, spec.warmup_records,
                       1 if spec.latency else 0, spec.out_of_orderness_ms, spec.window_ms,
                       spec.slide_ms, AGGS[spec.agg], 1 if spec.retention else 0,
-                      spec.lower_ms, spec.upper_ms, spec.top_n)
+                      spec.lower_ms, spec.upper_ms, spec.top_n, spec.gap_ms)
 
 
 def encode_apply(batch: pa.RecordBatch) -> bytes:

@@ -29,7 +29,7 @@ from backends.flink.register import ttl_fields
 from tests.flink.conftest import start_worker
 from tests.runner.conftest import spark_session
 from workloads.nexmark import AUCTION, BID
-from workloads.operators import make_operator
+from workloads.operators import OPERATOR_CLASSES, make_operator
 from workloads.operators.results import replay
 from workloads.run.engines.inprocess import run_in_process
 from workloads.run.flink_lane import close_idle_workers
@@ -99,7 +99,7 @@ def _run_worker(kind: str, op: OperatorSpec, rows: Rows, bound: int, ttl_ms: int
             speedup=1.0, start_ms=0, warmup_records=0, latency=False, out_of_orderness_ms=bound,
             window_ms=op.window_ms, slide_ms=op.slide_ms, agg=op.agg,
             retention=ttl_ms is not None, lower_ms=op.lower_ms, upper_ms=op.upper_ms,
-            top_n=op.top_n)
+            top_n=op.top_n, gap_ms=op.gap_ms)
         b = worker.batch().raw(wire_ops.encode_open(spec) + wire_ops.encode_apply(_batch(rows)))
         b.raw(wire_ops.encode_sample(sample_at), reads=1)
         b.raw(wire_ops.encode_finish(), reads=1)
@@ -147,30 +147,39 @@ TOPN_ROWS: Rows = [(7, BID, 1, 4, 7, 5, 0, 0), (7, BID, 2, 5, 7, 3, 0, 0),
                    (7, BID, 3, 6, 7, 9, 0, 0), (7, BID, 4, 7, 7, 1, 0, 0),
                    (7, BID, 5, 8, 7, 5, 0, 0)]
 TOPN_OUT = [("+I", 7, 4, 5, 1), ("+I", 7, 5, 3, 2), ("-D", 7, 5, 3, 2), ("+I", 7, 6, 9, 3)]
+# session windows of bidder 4, gap 10, MAX: the bid at 8 merges into [1, 18) (the timer of
+# [1, 11) deleted, one at 17 registered); the watermark 29 fires it; the bid at 30 opens
+# [30, 40) (left: its contents, the window set, its timer)
+SESSION_ROWS: Rows = [(4, BID, 1, 4, 7, 5, 0, 0), (4, BID, 8, 4, 7, 7, 0, 0),
+                      (4, BID, 30, 4, 7, 2, 0, 0)]
+SESSION_OUT = [("+I", 4, 1, 18, 7), ("+I", 4, 30, 40, 2)]
 
 TRACES = {
-    # kind: (spec, rows, hand-worked outputs, live entries after the rows, timers registered)
+    # kind: (spec, rows, hand-worked outputs, live entries after the rows, timers registered,
+    # timers fired)
     "tumbling_window": (OperatorSpec("tumbling_window", window_ms=10), [*WINDOW_ROWS, LATE],
-                        WINDOW_OUT, 4, 4),
-    "dedup": (OperatorSpec("dedup"), DEDUP_ROWS, DEDUP_OUT, 2, 0),
-    "regular_join": (OperatorSpec("regular_join"), JOIN_ROWS, JOIN_OUT, 5, 0),
-    "group_agg": (OperatorSpec("group_agg", agg="max"), AGG_ROWS, AGG_OUT, 1, 0),
+                        WINDOW_OUT, 4, 4, 4),
+    "dedup": (OperatorSpec("dedup"), DEDUP_ROWS, DEDUP_OUT, 2, 0, 0),
+    "regular_join": (OperatorSpec("regular_join"), JOIN_ROWS, JOIN_OUT, 5, 0, 0),
+    "group_agg": (OperatorSpec("group_agg", agg="max"), AGG_ROWS, AGG_OUT, 1, 0, 0),
     "interval_join": (OperatorSpec("interval_join", lower_ms=0, upper_ms=10), INTERVAL_ROWS,
-                      INTERVAL_OUT, 3, 3),
-    "topn": (OperatorSpec("topn", top_n=2), TOPN_ROWS, TOPN_OUT, 2, 0),
+                      INTERVAL_OUT, 3, 3, 3),
+    "topn": (OperatorSpec("topn", top_n=2), TOPN_ROWS, TOPN_OUT, 2, 0, 0),
+    "session_window": (OperatorSpec("session_window", gap_ms=10), SESSION_ROWS, SESSION_OUT,
+                       3, 3, 2),
 }
 
 
 @pytest.mark.parametrize("backend", ["heap", "rocksdb"])
 @pytest.mark.parametrize("kind", list(TRACES))
 def test_hand_worked_trace_on_flinks_backend(kind: str, backend: str, tmp_path: Path) -> None:
-    op, rows, outputs, live, registered = TRACES[kind]
+    op, rows, outputs, live, registered, fired = TRACES[kind]
     assert _emulated(op, rows, 0, None) == outputs  # the emulation's own trace
     sample, result = _run_worker(backend, op, rows, 0, None, rows[-1][2], tmp_path)
     assert (result.outputs, result.digest) == wire_ops.output_digest(outputs)
     assert sample.live == live  # window: (key, window) contents + their timers
     assert sample.expired == 0
-    assert (result.timers_registered, result.timers_fired) == (registered, registered)
+    assert (result.timers_registered, result.timers_fired) == (registered, fired)
     assert result.changed is None and result.compared is None
 
 
@@ -199,7 +208,7 @@ def test_the_output_hash_is_the_workers() -> None:
 
 PAIRS = (("heap", "flink-heap"), ("rocksdb", "flink-rocksdb"))
 SPECS = ("nexmark-q18-dedup", "nexmark-q20-join", "nexmark-q7-window", "nexmark-q5-sliding",
-         "nexmark-q4-agg", "nexmark-interval-join", "nexmark-q19-topn")
+         "nexmark-q4-agg", "nexmark-interval-join", "nexmark-q19-topn", "nexmark-q11-session")
 
 
 def _per_task(rows: list[dict], backend: str, metric: str) -> dict[tuple[int, int], float]:
@@ -252,13 +261,15 @@ def test_the_operator_lanes_run_inside_spark_executors(tmp_path: Path) -> None:
             assert got and got == _per_task(here, backend, metric), (backend, metric)
 
 
-def test_unsupported_lanes_and_kinds_are_refused_naming_them() -> None:
-    assert wire_ops.lane_reason("flink-rocksdb", "dedup") is None
-    assert "flink-forst" in str(wire_ops.lane_reason("flink-forst", "dedup"))
-    assert "'session_window'" in str(wire_ops.lane_reason("flink-heap", "session_window"))
-    with pytest.raises(ValueError, match="'session_window'"):
+def test_every_kind_runs_on_flink_heap_and_rocksdb_and_forst_is_refused() -> None:
+    for kind in OPERATOR_CLASSES:
+        for lane in ("flink-heap", "flink-rocksdb"):
+            assert wire_ops.lane_reason(lane, kind) is None
+        assert "flink-forst" in str(wire_ops.lane_reason("flink-forst", kind))
+    assert "'nope'" in str(wire_ops.lane_reason("flink-heap", "nope"))
+    with pytest.raises(ValueError, match="'nope'"):
         wire_ops.encode_open(wire_ops.OperatorOpen(
-            "session_window", (0,) * 7, 0, 1.0, 0, 0, False, 0, 1, 1, "max", False))
+            "nope", (0,) * 7, 0, 1.0, 0, 0, False, 0, 1, 1, "max", False))
 
 
 # ------------------------------------------------------------------------------------------

@@ -36,24 +36,21 @@ def test_default_operator_specs_are_lighter_over_the_same_event_time() -> None:
 
 def test_flink_lanes_are_not_applicable_for_operator_specs() -> None:
     pytest.importorskip("pyflink")
-    backends = ("heap", "rocksdb", "flink-heap", "flink-rocksdb")
+    backends = ("heap", "rocksdb", "flink-heap", "flink-rocksdb", "flink-forst")
+    spec = load_spec("nexmark-q18-dedup")
     try:
-        dedup = RunConfig(spec=load_spec("nexmark-q18-dedup"), backends=backends)
+        cfg = RunConfig(spec=spec, backends=backends)
     except PlanError as exc:  # no JDK 17 here: the comparison leaves Flink's lanes out anyway
         pytest.skip(str(exc))
-    # the default comparison's operator kinds run on Flink's lanes too
-    assert {s.backend for s in plan_scenarios(dedup)[0]} == set(backends)
-    assert operator_lane_reason(dedup, "flink-heap") is None
-    spec = load_spec("nexmark-q11-session")  # a kind the Flink lanes do not run
-    cfg = RunConfig(spec=spec, backends=backends)
+    # the default comparison's operator kinds run on flink-heap and flink-rocksdb too
     runnable, skipped = plan_scenarios(cfg)
-    assert {s.backend for s in runnable} == {"heap", "rocksdb"}
-    flink = [n for n in skipped if n.backend.startswith("flink-")]
-    assert {(n.backend, n.strategy) for n in flink} == {
-        (b, s) for b in ("flink-heap", "flink-rocksdb") for s in spec.state.strategies}
+    assert {s.backend for s in runnable} == set(backends) - {"flink-forst"}
+    assert operator_lane_reason(cfg, "flink-heap") is None
+    flink = [n for n in skipped if n.backend == "flink-forst"]
+    assert {n.strategy for n in flink} == set(spec.state.strategies)
     for n in flink:
         assert n.reason == operator_lane_reason(cfg, n.backend)
-        assert f"backend '{n.backend}'" in n.reason and "kind = 'session_window'" in n.reason
+        assert "backend 'flink-forst'" in n.reason and "kind = 'dedup'" in n.reason
     # statebench's own not-applicable strategies keep their own reasons
     assert any(n.backend == "rocksdb" and "incremental" in n.strategy for n in skipped)
     # key-value traffic still runs on the Flink lanes
@@ -68,5 +65,5 @@ def test_only_lanes_without_operator_kinds_is_refused() -> None:
         RunConfig(spec=load_spec("ycsb-a"), backends=("flink-heap",))
     except PlanError as exc:
         pytest.skip(str(exc))
-    with pytest.raises(PlanError, match=r"flink-heap.*not 'session_window'"):
-        RunConfig(spec=load_spec("nexmark-q11-session"), backends=("flink-heap", "flink-rocksdb"))
+    with pytest.raises(PlanError, match=r"flink-forst.*run on flink-heap and flink-rocksdb"):
+        RunConfig(spec=load_spec("nexmark-q20-join"), backends=("flink-forst",))

@@ -153,6 +153,7 @@ class FlinkOperatorLane(FlinkLaneOperator):
             lower_ms=op.lower_ms,
             upper_ms=op.upper_ms,
             top_n=op.top_n,
+            gap_ms=op.gap_ms,
         )
         if self._paced:  # a frame waits for its records' time: allow the whole run's span
             span_s = (cfg.end_ms - cfg.start_ms) / cfg.time_speedup / 1e3

@@ -46,7 +46,9 @@ import java.util.Map;
  * ({@code GroupAggFunction}: value {@code accState}), interval_join ({@code
  * TimeIntervalJoin}: maps {@code IntervalJoin{Left,Right}Cache}, values {@code
  * IntervalJoin{Left,Right}TimerState}, timers in the void namespace) and topn ({@code
- * AppendOnlyTopNFunction}: map {@code data-state-with-append} and an LRU buffer cache). Where the emulation keeps a window as a
+ * AppendOnlyTopNFunction}: map {@code data-state-with-append} and an LRU buffer cache) and
+ * session_window (merging WindowOperator: window contents per state window, the merging
+ * window set, timers per window). Where the emulation keeps a window as a
  * map entry keyed by the window's end, this keeps it as Flink does: a value in the window's
  * namespace (one get and one put per record, one get and one clear at firing).
  *
@@ -82,6 +84,7 @@ final class Operators implements CommandFamily {
     static final int GROUP_AGG = 4;
     static final int INTERVAL_JOIN = 5;
     static final int TOPN = 6;
+    static final int SESSION = 7;
 
     static final int AGG_MAX = 0;
     static final int AGG_SUM = 1;
@@ -131,6 +134,7 @@ final class Operators implements CommandFamily {
         long lowerMs;
         long upperMs;
         int topN;
+        long gapMs;
     }
 
     @Override
@@ -201,7 +205,8 @@ final class Operators implements CommandFamily {
      * flags, i32 incremental size, u8 per record, i64 query time after num entries), u8 clock,
      * f64 speedup, i64 start ms, i64 warm-up records, u8 latency histogram, i64
      * out-of-orderness ms, i64 window ms, i64 slide ms, u8 aggregate, u8 retention, i64
-     * interval join's lower bound ms, i64 its upper bound ms, i32 Top-N's N.
+     * interval join's lower bound ms, i64 its upper bound ms, i32 Top-N's N, i64 session gap
+     * ms.
      */
     private void open(FlinkBackend b, Wire.In in) throws Exception {
         Params p = new Params();
@@ -224,10 +229,14 @@ final class Operators implements CommandFamily {
         p.lowerMs = in.i64();
         p.upperMs = in.i64();
         p.topN = in.i32();
+        p.gapMs = in.i64();
+        if (p.kind == SESSION && p.gapMs <= 0) {
+            throw new IllegalArgumentException("gap must be > 0 ms, got " + p.gapMs);
+        }
         if (p.kind == TOPN && p.topN < 1) {
             throw new IllegalArgumentException("top_n must be >= 1, got " + p.topN);
         }
-        if (p.kind > TOPN) {
+        if (p.kind > SESSION) {
             throw new IllegalArgumentException("unknown operator kind " + p.kind);
         }
         if (p.agg > AGG_COUNT) {
@@ -268,6 +277,9 @@ final class Operators implements CommandFamily {
                 break;
             case TOPN:
                 o = new TopN();
+                break;
+            case SESSION:
+                o = new Session();
                 break;
             default:
                 o = new Window();
@@ -617,6 +629,17 @@ final class Operators implements CommandFamily {
                 accesses++;
             }
             timers.add(timer); // InternalTimerServiceImpl.registerEventTimeTimer: a set
+        }
+
+        /** Deletes a registered timer (InternalTimerServiceImpl.deleteEventTimeTimer); one not
+         *  registered changes nothing, as the emulation's. */
+        void deleteTimer(long ts, Object namespace) {
+            TimerHeapInternalTimer<Object, Object> timer =
+                    new TimerHeapInternalTimer<>(ts, currentKey, namespace);
+            if (live.remove(timer)) {
+                accesses++;
+                timers.remove(timer);
+            }
         }
 
         void emit(long kind, long... values) {
@@ -1117,6 +1140,194 @@ final class Operators implements CommandFamily {
                 emit(DELETE, b.getLong(0), b.getLong(8), b.getLong(16), b.getLong(24));
             }
             emit(INSERT, auction, bidder, price, ts);
+        }
+    }
+
+    /** session_window: WindowOperator + EventTimeSessionWindows, merging
+     *  (workloads/operators/session_window.py): ValueState<Long> window-contents in the
+     *  namespace of each state window (TimeWindow), the merging window set as the emulation
+     *  keeps it (one ValueState<byte[]> merging-window-set of packed (window, state window)
+     *  pairs, no TTL, where Flink's MergingWindowSet keeps a ListState of tuples), timers at
+     *  the window's end - 1 in the window's namespace. */
+    static final class Session extends Op {
+        static final java.util.Comparator<TimeWindow> ORDER =
+                java.util.Comparator.comparingLong(TimeWindow::getStart)
+                        .thenComparingLong(TimeWindow::getEnd);
+        ValueState<Long> contents;
+        InternalKvState<Object, TimeWindow, Long> namespaced;
+        ValueState<byte[]> windows;
+
+        @Override
+        @SuppressWarnings("unchecked")
+        void bind(StateTtlConfig ttl) throws Exception {
+            contents = (ValueState<Long>) register(FlinkBackend.VALUE,
+                    new ValueStateDescriptor<>("window-contents", LongSerializer.INSTANCE),
+                    ttl, new TimeWindow(0, p.gapMs), new TimeWindow.Serializer());
+            namespaced = (InternalKvState<Object, TimeWindow, Long>) contents;
+            windows = (ValueState<byte[]>) register(FlinkBackend.VALUE,
+                    new ValueStateDescriptor<>("merging-window-set",
+                            BytePrimitiveArraySerializer.INSTANCE),
+                    null, VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE);
+            createTimers(WINDOW_TIMERS, new TimeWindow.Serializer());
+        }
+
+        java.util.TreeMap<TimeWindow, TimeWindow> mapping() throws Exception {
+            accesses++;
+            byte[] packed = windows.value();
+            java.util.TreeMap<TimeWindow, TimeWindow> out = new java.util.TreeMap<>(ORDER);
+            if (packed != null) {
+                ByteBuffer b = ByteBuffer.wrap(packed);
+                for (int at = 0; at + 32 <= packed.length; at += 32) {
+                    out.put(new TimeWindow(b.getLong(at), b.getLong(at + 8)),
+                            new TimeWindow(b.getLong(at + 16), b.getLong(at + 24)));
+                }
+            }
+            return out;
+        }
+
+        void persist(java.util.TreeMap<TimeWindow, TimeWindow> mapping) throws Exception {
+            accesses++;
+            if (mapping.isEmpty()) {
+                windows.clear(); // ListState.update(empty list) clears it
+                return;
+            }
+            ByteBuffer b = ByteBuffer.allocate(32 * mapping.size());
+            for (Map.Entry<TimeWindow, TimeWindow> e : mapping.entrySet()) {
+                b.putLong(e.getKey().getStart()).putLong(e.getKey().getEnd())
+                        .putLong(e.getValue().getStart()).putLong(e.getValue().getEnd());
+            }
+            windows.update(b.array());
+        }
+
+        /** TimeWindow.mergeWindows as the emulation's merge_groups: groups of more than one
+         *  intersecting window (bounds inclusive), by start; a set, so an equal window merges
+         *  nothing. */
+        static List<List<TimeWindow>> mergeGroups(java.util.Collection<TimeWindow> all) {
+            java.util.TreeSet<TimeWindow> sorted = new java.util.TreeSet<>(ORDER);
+            sorted.addAll(all);
+            List<List<TimeWindow>> groups = new ArrayList<>();
+            long coverStart = 0;
+            long coverEnd = 0;
+            boolean any = false;
+            for (TimeWindow w : sorted) {
+                if (any && w.getStart() <= coverEnd && w.getEnd() >= coverStart) {
+                    groups.get(groups.size() - 1).add(w);
+                    coverEnd = Math.max(coverEnd, w.getEnd());
+                } else {
+                    List<TimeWindow> g = new ArrayList<>();
+                    g.add(w);
+                    groups.add(g);
+                    coverStart = w.getStart();
+                    coverEnd = w.getEnd();
+                    any = true;
+                }
+            }
+            groups.removeIf(g -> g.size() <= 1);
+            return groups;
+        }
+
+        @Override
+        void process(Columns c, int i) throws Exception {
+            long ts = c.ts(i);
+            long price = c.price(i);
+            java.util.TreeMap<TimeWindow, TimeWindow> mapping = mapping();
+            java.util.TreeMap<TimeWindow, TimeWindow> initial = new java.util.TreeMap<>(mapping);
+            TimeWindow fresh = new TimeWindow(ts, ts + p.gapMs);
+            TimeWindow actual = fresh;
+            boolean mergedNew = false;
+            List<TimeWindow> all = new ArrayList<>(mapping.keySet());
+            all.add(fresh);
+            for (List<TimeWindow> group : mergeGroups(all)) {
+                long start = Long.MAX_VALUE;
+                long end = Long.MIN_VALUE;
+                for (TimeWindow w : group) {
+                    start = Math.min(start, w.getStart());
+                    end = Math.max(end, w.getEnd());
+                }
+                TimeWindow cover = new TimeWindow(start, end);
+                if (group.contains(fresh)) {
+                    mergedNew = true;
+                    actual = cover;
+                }
+                List<TimeWindow> existing = new ArrayList<>();
+                for (TimeWindow w : group) {
+                    if (mapping.containsKey(w)) {
+                        existing.add(w);
+                    }
+                }
+                TimeWindow stateWindow = mapping.get(existing.get(0));
+                List<TimeWindow> mergedStates = new ArrayList<>();
+                for (TimeWindow w : existing) {
+                    mergedStates.add(mapping.remove(w));
+                }
+                mapping.put(cover, stateWindow);
+                mergedStates.remove(stateWindow);
+                onMerge(cover, group, stateWindow, mergedStates);
+            }
+            if (!mergedNew) {
+                mapping.put(fresh, fresh);
+            }
+            TimeWindow stateWindow = mapping.get(actual);
+            namespaced.setCurrentNamespace(stateWindow);
+            accesses += 2;
+            Long acc = contents.value();
+            contents.update(accumulate(p.agg, acc, price));
+            registerTimer(actual.maxTimestamp(), actual); // EventTimeTrigger.onElement
+            registerTimer(actual.maxTimestamp(), actual); // registerCleanupTimer
+            if (!mapping.equals(initial)) {
+                persist(mapping);
+            }
+        }
+
+        void onMerge(TimeWindow cover, List<TimeWindow> group, TimeWindow stateWindow,
+                     List<TimeWindow> mergedStates) throws Exception {
+            if (cover.maxTimestamp() > watermark) { // EventTimeTrigger.onMerge
+                registerTimer(cover.maxTimestamp(), cover);
+            }
+            for (TimeWindow w : group) { // trigger clear and deleteCleanupTimer of each
+                deleteTimer(w.maxTimestamp(), w);
+                deleteTimer(w.maxTimestamp(), w);
+            }
+            Long merged = null;
+            for (TimeWindow source : mergedStates) { // mergeNamespaces(target, sources)
+                namespaced.setCurrentNamespace(source);
+                accesses++;
+                Long acc = contents.value();
+                if (acc != null) {
+                    accesses++;
+                    contents.clear();
+                    merged = merged == null ? acc : combine(p.agg, merged, acc);
+                }
+            }
+            if (merged != null) {
+                namespaced.setCurrentNamespace(stateWindow);
+                accesses += 2;
+                Long current = contents.value();
+                contents.update(current == null ? merged : combine(p.agg, current, merged));
+            }
+        }
+
+        static long combine(int agg, long a, long b) {
+            return agg == AGG_MAX ? Math.max(a, b) : a + b;
+        }
+
+        @Override
+        void onTimer(TimerHeapInternalTimer<Object, Object> timer) throws Exception {
+            TimeWindow window = (TimeWindow) timer.getNamespace();
+            java.util.TreeMap<TimeWindow, TimeWindow> mapping = mapping();
+            TimeWindow stateWindow = mapping.get(window);
+            if (stateWindow == null) {
+                return; // a timer of a window merged away
+            }
+            namespaced.setCurrentNamespace(stateWindow);
+            accesses += 2;
+            Long value = contents.value();
+            if (value != null) {
+                emit(INSERT, (Long) timer.getKey(), window.getStart(), window.getEnd(), value);
+            }
+            contents.clear();
+            mapping.remove(window);
+            persist(mapping);
         }
     }
 }
