@@ -8,8 +8,10 @@ the reasons. Nothing here starts a JVM.
 
 ``flink-forst`` is ForSt (Flink 2.x's disaggregated state backend) through its synchronous keyed
 backend, ForStSyncKeyedStateBackend (the V1 state API every lane drives), with its DB files on a
-primary folder of its own, as ``state.backend.forst.sync.enforce-local: false`` sets it up. Its
-asynchronous V2 backend is probed for TTL (backends.flink.forst), not run as a lane.
+primary folder of its own, as ``state.backend.forst.sync.enforce-local: false`` sets it up.
+``flink-forst-async`` runs ForSt's asynchronous backend, ForStKeyedStateBackend, through the
+State V2 API under Flink's asynchronous execution controller (statebench.flink.ForStAsyncLane),
+with the same folders; State V2 TTL is cleaned by the compaction filter only (FLINK-35268).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from backends.strategies import parse_strategy
 
 #: Lane backend name -> Flink backend kind of its worker.
 LANE_KINDS: dict[str, str] = {"flink-heap": "heap", "flink-rocksdb": "rocksdb",
-                              "flink-forst": "forst"}
+                              "flink-forst": "forst", "flink-forst-async": "forst-async"}
 
 COMPACTION_ON_HEAP_REASON = (
     "Flink's compaction filter (cleanupInRocksdbCompactFilter) runs inside RocksDB compactions; "
@@ -35,6 +37,10 @@ INCREMENTAL_ON_FORST_REASON = (
     "Flink's incremental cleanup (cleanupIncrementally) walks the heap backend's in-memory state "
     "tables; ForSt, like RocksDB, has none and silently skips it (ForSt cleans TTL state only in "
     "compactions, FLINK-35268)"
+)
+V2_TTL_REASON = (
+    "State V2 TTL supports only the compaction filter (FLINK-35268): ForSt's asynchronous "
+    "backend has no incremental or full-snapshot cleanup, so the setting is not applied"
 )
 FULL_SNAPSHOT_ON_FORST_REASON = (
     "Flink's full-snapshot cleanup (cleanupFullSnapshot) filters expired entries while a full "
@@ -67,6 +73,24 @@ def not_applicable_reason(lane: str, strategy: str) -> str | None:
         return INCREMENTAL_ON_FORST_REASON
     if name == "full_snapshot" and kind == "forst":
         return FULL_SNAPSHOT_ON_FORST_REASON
+    if name in ("incremental", "full_snapshot") and kind == "forst-async":
+        return V2_TTL_REASON
+    return None
+
+
+V2_READ_AND_WRITE_REASON = (
+    "State V2 refuses TTL with update type OnReadAndWrite ('OnReadAndWrite update type is not "
+    "supported in state V2', Flink's V2 TtlStateFactory)"
+)
+
+
+def ttl_reason(lane: str, update_type: str | None) -> str | None:
+    """Why lane ``lane`` cannot run a spec's TTL of ``update_type`` under any strategy (None:
+    it can, or the spec has no TTL): State V2 has no OnReadAndWrite."""
+    if lane not in LANE_KINDS:
+        raise ValueError(f"unknown Flink lane '{lane}'; expected one of {', '.join(LANE_KINDS)}")
+    if LANE_KINDS[lane] == "forst-async" and update_type == "OnReadAndWrite":
+        return V2_READ_AND_WRITE_REASON
     return None
 
 

@@ -42,9 +42,11 @@ from backends.flink.register import (
 )
 from backends.keygroups import KeyGroupRange
 
-KINDS = ("heap", "rocksdb", "forst")
-#: OPEN_BACKEND's kind byte per backend kind.
-_KIND_CODES = {"heap": 0, "rocksdb": 1, "forst": 2}
+KINDS = ("heap", "rocksdb", "forst", "forst-async")
+#: OPEN_BACKEND's kind byte per backend kind ("forst-async": ForSt's V2 backend, served through
+#: the event family only, statebench.flink.ForStAsyncLane).
+_KIND_CODES = {"heap": 0, "rocksdb": 1, "forst": 2, "forst-async": 3}
+_FORST_KINDS = ("forst", "forst-async")
 KEY_TYPES = {"long": wire.T_LONG, "string": wire.T_STRING}
 JVM_OPTIONS = (
     "-XX:+UseSerialGC",
@@ -393,14 +395,14 @@ class FlinkWorker:
         self.query_time_after_num_entries = query_time_after_num_entries
         self.periodic_compaction_ms = periodic_compaction_ms
         self._next_sid = 0
-        if primary_path is not None and kind != "forst":
+        if primary_path is not None and kind not in _FORST_KINDS:
             raise ValueError(f"primary_path is ForSt's primary folder; the {kind} backend has none")
         if path is None:
             path = self._tmp / f"db-{time.monotonic_ns()}"
         buf = bytearray(_OPEN.pack(wire.OPEN_BACKEND, _KIND_CODES[kind],
                                    self.key_code, max_parallelism, start, end))
         wire.put_str(buf, str(path))
-        if kind == "forst":
+        if kind in _FORST_KINDS:
             conf = forst_configuration(dict(rocksdb_options or {}))
             conf[FORST_PRIMARY_DIR] = str(primary_path if primary_path is not None
                                           else self._tmp / f"primary-{time.monotonic_ns()}")

@@ -191,6 +191,10 @@ def _warm_up(worker: FlinkWorker, spec: events.LaneSpec, kind: str, ttl_ms: int 
 #: ``state.backend.forst.primary-dir: checkpoint-dir``, the V2 default: checkpoints then refer
 #: to the DB's files in place; with checkpoints off the folder stays separate).
 FORST_PRIMARY_ENV = "STATEBENCH_FORST_PRIMARY"
+#: Worker kinds of ForSt's lanes: flink-forst (V1, synchronous) and flink-forst-async (State V2
+#: under Flink's asynchronous execution controller, statebench.flink.ForStAsyncLane): the same
+#: folders, options and rows.
+FORST_KINDS = ("forst", "forst-async")
 FORST_PRIMARY_CHOICES = ("separate", "checkpoint")
 
 
@@ -287,7 +291,7 @@ class FlinkLaneOperator:
         # FORST_PRIMARY_ENV=checkpoint one under the task's checkpoint folder (forst_primary)
         self._primary_in_checkpoint = False
         self._primary = None
-        if self.kind == "forst":
+        if self.kind in FORST_KINDS:
             if forst_primary() == "checkpoint" and self._ckpt_target is not None:
                 self._primary = f"{self._ckpt_target}/shared/forst-primary"
                 self._primary_in_checkpoint = True
@@ -312,9 +316,10 @@ class FlinkLaneOperator:
             "path": self._local,
             "query_time_after_num_entries": query,
             "periodic_compaction_ms": periodic,
-            "incremental_checkpoints": (self.kind in ("rocksdb", "forst")
+            "incremental_checkpoints": (self.kind in ("rocksdb", *FORST_KINDS)
                                         and cfg.checkpoint_mode == "incremental"),
-            "rocksdb_options": (dict(cfg.rocksdb_options) if self.kind in ("rocksdb", "forst")
+            "rocksdb_options": (dict(cfg.rocksdb_options)
+                                if self.kind in ("rocksdb", *FORST_KINDS)
                                 else None),
         }
         primary = self._primary
@@ -445,7 +450,7 @@ class FlinkLaneOperator:
             values = (c.bytes, uploaded, c.sync_ms, c.sync_ms + c.async_ms)
             for metric, value in zip(CHECKPOINT_METRICS, values):
                 add(task, step, t, metric, value, "bytes" if metric.endswith("bytes") else "ms")
-            if self.kind == "forst":  # ForSt's claim: checkpoints mostly refer to files
+            if self.kind in FORST_KINDS:  # ForSt's claim: checkpoints mostly refer to files
                 add(task, step, t, "checkpoint_referenced_bytes", c.bytes - uploaded, "bytes")
             # Flink's async phase writes the snapshot's files: the upload, as ours
             for metric in CHECKPOINT_PHASE_METRICS:

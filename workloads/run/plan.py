@@ -216,7 +216,8 @@ class RunConfig:
             **({"flink_rocksdb": rocksdb_configuration(self.spec.rocksdb.options())}
                if "flink-rocksdb" in self.backends else {}),
             **({"flink_forst": forst_configuration(self.spec.rocksdb.options())}
-               if "flink-forst" in self.backends else {}),
+               if "flink-forst" in self.backends or "flink-forst-async" in self.backends
+               else {}),
             "measure_latency": self.measure_latency,
             "checkpoints": "off" if self.checkpoint_root is None else "on",
             "batch_size": self.batch_size,
@@ -273,6 +274,8 @@ def plan_scenarios(cfg: RunConfig) -> tuple[list[Scenario], list[NotApplicable]]
             reason = operator_lane_reason(cfg, kind)
             if reason is None and flink_lanes.is_lane(kind):
                 reason = flink_lanes.not_applicable_reason(kind, cfg.cleanup_of(label))
+                if reason is None and cfg.spec.state.ttl_ms is not None:
+                    reason = flink_lanes.ttl_reason(kind, cfg.spec.state.update_type)
             elif reason is None and sql_lanes.is_sql_lane(kind):
                 reason = sql_lanes.not_applicable_reason(kind, cfg.cleanup_of(label),
                                                          cfg.spec.state.ttl_ms is not None)
@@ -363,7 +366,8 @@ def operator_config(
         rocksdb_options=(tuple(sorted(rocksdb_options(cfg).items()))
                          if scenario.backend == "rocksdb"
                          else tuple(sorted(cfg.spec.rocksdb.options().items()))
-                         if scenario.backend in ("flink-rocksdb", "flink-forst") else ()),
+                         if scenario.backend in ("flink-rocksdb", "flink-forst",
+                                                 "flink-forst-async") else ()),
         local_dir=cfg.local_dir,
         operator=spec.operator,
         out_of_orderness_ms=spec.time.max_out_of_orderness_ms if spec.time is not None else 0,

@@ -41,6 +41,11 @@ final class Census implements StatebenchRocksCensus.Visitor {
         this.horizon = now - ttlMs; // a unit written at ts is live iff ts > horizon
     }
 
+    /** A census at `now` for a walk of the caller's own (ForStAsyncLane's V2 layouts). */
+    static Census create(long ttlMs, long now) {
+        return new Census(ttlMs, now);
+    }
+
     /**
      * [live, expired, logical, expired logical, physical bytes] of every state at `now`, then
      * the RocksDB statistics list (empty on heap, see StatebenchRocksCensus.stats), then the

@@ -195,6 +195,10 @@ final class FlinkBackend implements AutoCloseable {
          *  their values, plus LEVEL0_TRIGGER, which Flink has no option for. */
         Map<String, String> rocksConf = new LinkedHashMap<>();
         boolean incrementalCheckpoints;
+        /** ForSt's asynchronous V2 backend (OPEN_BACKEND kind 3): this FlinkBackend is an empty
+         *  heap shell carrying the options, and {@link ForStAsyncLane} serves the event family
+         *  on a V2 backend it builds from them. */
+        boolean forstAsync;
         /** Checkpoint handles to restore from (the event lane's timed restore). */
         List<KeyedStateHandle> restore = Collections.emptyList();
     }
@@ -264,6 +268,8 @@ final class FlinkBackend implements AutoCloseable {
     final ArrayDeque<Pending> inFlight = new ArrayDeque<>();
     /** The backend's checkpoint thread (one daemon thread, started on first use). */
     private ExecutorService checkpointThread;
+    /** Closed first in {@link #close} (ForStAsyncLane's V2 backend goes with its shell). */
+    final List<AutoCloseable> closeWith = new ArrayList<>();
     /** The same states indexed by id: the per-op lookup of the hot path, no boxing. */
     private Registered[] bySid = new Registered[16];
 
@@ -513,6 +519,10 @@ final class FlinkBackend implements AutoCloseable {
     @SuppressWarnings({"unchecked", "rawtypes"})
     void register(int sid, int kind, String name, int valueType, int mapKeyType, int function,
                   StateTtlConfig ttl) throws Exception {
+        if (options.forstAsync) {
+            throw new IllegalArgumentException("the forst-async backend serves State V2 through "
+                    + "the event family only (ForStAsyncLane), not V1 states");
+        }
         if (states.containsKey(sid)) {
             throw new IllegalArgumentException("state id " + sid + " is already registered");
         }
@@ -842,6 +852,10 @@ final class FlinkBackend implements AutoCloseable {
     @Override
     public void close() throws Exception {
         try {
+            for (AutoCloseable c : closeWith) {
+                c.close();
+            }
+            closeWith.clear();
             for (Pending p : inFlight) {  // never dispose a backend under a running snapshot
                 try {
                     p.task.get();

@@ -69,6 +69,9 @@ public final class Worker {
     static final int PROTOCOL_VERSION = 1;
 
     private final CommandFamily[] families = new CommandFamily[256];
+    /** Serves the event family and the state commands when the backend is forst-async (kind 3,
+     *  State V2: {@link ForStAsyncLane#serves}). */
+    private final ForStAsyncLane forstAsync = new ForStAsyncLane();
     FlinkBackend current;
     private boolean closing;
 
@@ -134,6 +137,10 @@ public final class Worker {
             while (in.hasMore()) {
                 int opcode = in.u8();
                 CommandFamily family = families[opcode];
+                if (current != null && current.options.forstAsync
+                        && ForStAsyncLane.serves(opcode)) {
+                    family = forstAsync;
+                }
                 if (family == null) {
                     throw new IllegalArgumentException("unknown opcode 0x" + Integer.toHexString(opcode));
                 }
@@ -177,12 +184,13 @@ public final class Worker {
             case OPEN_BACKEND: {
                 FlinkBackend.Options o = new FlinkBackend.Options();
                 int kind = in.u8();
-                if (kind > 2) {
+                if (kind > 3) {
                     throw new IllegalArgumentException("unknown backend kind " + kind
-                            + " (0 heap, 1 rocksdb, 2 forst)");
+                            + " (0 heap, 1 rocksdb, 2 forst, 3 forst-async)");
                 }
                 o.rocksdb = kind == 1;
                 o.forst = kind == 2;
+                o.forstAsync = kind == 3;
                 o.stringKeys = in.u8() == Wire.STRING;
                 o.maxParallelism = in.i32();
                 o.keyGroupStart = in.i32();
