@@ -285,7 +285,7 @@ def _peak(rows: list[dict], backend: str, metric: str) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["dedup", "regular_join", "tumbling_window"])
+@pytest.mark.parametrize("kind", ["dedup", "regular_join", "tumbling_window", "group_agg"])
 def test_the_emulated_operator_on_flink_rocksdb_agrees_with_the_sql_job(kind: str,
                                                                         tmp_path: Path) -> None:
     """test_sql_job's comparison (20 k events paced at 5 k/s, no TTL, small memtables) with the
@@ -294,14 +294,19 @@ def test_the_emulated_operator_on_flink_rocksdb_agrees_with_the_sql_job(kind: st
     join (the window's estimate counts overwrites and subtracts deletions twice: reported, as
     test_sql_job does; 0.55x-1.11x in four runs, and the lane's own estimate is no closer);
     peak checkpoint bytes, both Flink's own full snapshots of RocksDB, within 1.25x for the
-    join (1.08x-1.10x), and apart by the row serializers for dedup (SQL's key is a (bidder,
+    join (1.08x-1.12x), and apart by the row serializers for dedup (SQL's key is a (bidder,
     auction) row and its value a BinaryRowData, the lane's key one long and its value 32 bytes:
     1.26x-1.43x) and the window (the SQL job's slicing window aggregate keeps RowData
-    accumulators per slice: 1.15x-1.65x, by where the checkpoints fall in the windows)."""
+    accumulators per slice: 1.15x-1.65x, by where the checkpoints fall in the windows). A count
+    per auction (group_agg): the estimate counts every overwritten accumulator (the live
+    entries, 2.0x-2.4x), checkpoints 1.5x (a RowData accumulator against one long). What RocksDB holds on
+    disk and in memtables (physical bytes) is printed, not bounded: 0.58x-1.50x over two runs,
+    by when each side's memtables flushed and compacted."""
     from tests.flink.test_sql_job import AGREEMENT_OVERRIDES, KIND_OVERRIDES
 
+    extra = {"operator__agg": "count"} if kind == "group_agg" else KIND_OVERRIDES[kind]
     spec = load_spec("nexmark-q18-dedup").with_overrides(
-        **AGREEMENT_OVERRIDES, operator__kind=kind, **KIND_OVERRIDES[kind])
+        **AGREEMENT_OVERRIDES, operator__kind=kind, **extra)
     (tmp_path / "local").mkdir()
     cfg = RunConfig(spec, backends=("flink-rocksdb", "flink-sql"), parallelism=1,
                     checkpoint_root=str(tmp_path / "ckpt"), local_dir=str(tmp_path / "local"),
@@ -313,12 +318,15 @@ def test_the_emulated_operator_on_flink_rocksdb_agrees_with_the_sql_job(kind: st
                / _peak(rows, "flink-rocksdb", "live_entries"))
     ckpt = (_peak(rows, "flink-sql", "checkpoint_bytes")
             / _peak(rows, "flink-rocksdb", "checkpoint_bytes"))
-    print(f"{kind}: peak entries real/lane {entries:.2f}x, peak checkpoint bytes {ckpt:.2f}x")
-    if kind != "tumbling_window":
+    physical = (_peak(rows, "flink-sql", "physical_bytes")
+                / _peak(rows, "flink-rocksdb", "physical_bytes"))
+    print(f"{kind}: peak entries real/lane {entries:.2f}x, peak checkpoint bytes {ckpt:.2f}x, "
+          f"peak physical bytes {physical:.2f}x")
+    if kind in ("dedup", "regular_join"):
         assert 1 / 1.25 <= entries <= 1.25
     if kind == "regular_join":
         assert 1 / 1.25 <= ckpt <= 1.25
-    elif kind == "dedup":
+    elif kind in ("dedup", "group_agg"):
         assert 1.0 < ckpt < 2.0  # the real job's rows are larger (docstring)
     else:
         assert 1 / 1.25 < ckpt < 2.5
