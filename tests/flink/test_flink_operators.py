@@ -298,10 +298,10 @@ def test_the_emulated_operator_on_flink_rocksdb_agrees_with_the_sql_job(kind: st
     auction) row and its value a BinaryRowData, the lane's key one long and its value 32 bytes:
     1.26x-1.43x) and the window (the SQL job's slicing window aggregate keeps RowData
     accumulators per slice: 1.15x-1.65x, by where the checkpoints fall in the windows). A count
-    per auction (group_agg): the estimate counts every overwritten accumulator (the live
-    entries, 2.0x-2.4x), checkpoints 1.5x (a RowData accumulator against one long). What RocksDB holds on
-    disk and in memtables (physical bytes) is printed, not bounded: 0.58x-1.50x over two runs,
-    by when each side's memtables flushed and compacted."""
+    per auction (group_agg): the estimate counts every overwritten accumulator (2.0x-2.4x the
+    live entries), checkpoints 1.5x (a RowData accumulator against one long). What RocksDB
+    holds on disk and in memtables (physical bytes) is printed, not bounded: 0.58x-1.50x over
+    two runs, by when each side's memtables flushed and compacted."""
     from tests.flink.test_sql_job import AGREEMENT_OVERRIDES, KIND_OVERRIDES
 
     extra = {"operator__agg": "count"} if kind == "group_agg" else KIND_OVERRIDES[kind]
