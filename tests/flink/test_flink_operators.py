@@ -237,8 +237,11 @@ def test_the_lane_holds_the_emulations_entries_sample_for_sample(name: str,
             assert _per_task(rows, ours, metric) == _per_task(rows, flink, metric), metric
     assert max(_per_task(rows, "flink-rocksdb", "expired_present_entries").values()) > 0
     assert max(_per_task(rows, "flink-heap", "ttl_changed_outputs").values()) > 0
-    # Flink's own checkpoints of the operator's state (and timers)
-    assert max(_per_task(rows, "flink-rocksdb", "checkpoint_bytes").values()) > 0
+    # Flink's own checkpoints of the operator's state (and timers), restored with its states
+    for backend in ("flink-heap", "flink-rocksdb"):
+        assert max(_per_task(rows, backend, "checkpoint_bytes").values()) > 0
+        restores = _per_task(rows, backend, "restore_ms")  # each task's last checkpoint
+        assert {task for task, _ in restores} >= {0, 1} and min(restores.values()) > 0
 
 
 def test_the_operator_lanes_run_inside_spark_executors(tmp_path: Path) -> None:

@@ -20,9 +20,10 @@ the worker's checkpoint thread), samples, clock, pacing, busy time and summary r
   run without TTL in the same JVM) and the lane's rows; ``state_ops_per_s`` counts the
   operator's state accesses as the emulation does.
 
-Not measured here: ``restore_ms`` (the event lane's timed restore registers its states in the
-void namespace; windows live in TimeWindow namespaces), and the JVM's JIT warm-up stream (the
-key-value one would exercise other code; the spec's warm-up fraction still applies).
+``restore_ms`` times a fresh Flink backend restored from the last checkpoint with the kind's
+states (in their namespaces) and timer queue registered again. Not run here: the JVM's JIT
+warm-up stream (the key-value one would exercise other code; the spec's warm-up fraction still
+applies).
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ class FlinkOperatorLane(FlinkLaneOperator):
             raise ValueError("backend 'flink-forst': operator kinds run on flink-heap and "
                              "flink-rocksdb only")
         self.result: wire_ops.OperatorResult | None = None
-        super().__init__(replace(cfg, restore_at_end=False), task, attempt, attempt_id)
+        super().__init__(cfg, task, attempt, attempt_id)
 
     def _open(self) -> None:
         cfg = self.cfg

@@ -141,6 +141,9 @@ final class Events implements CommandFamily {
         // JVM garbage collection when the measured part (after the warm-up) began; -1: not yet
         long gcMs0 = -1;
         long gcCount0;
+        /** Registers the lane's states on a restored backend (EV_RESTORE); null: the event
+         *  lane's own, in the void namespace. An operator lane registers its kind's. */
+        Registrar registrar;
 
         /** The measured part begins: the JVM's GC totals so far are not its own. */
         void measureGc() {
@@ -189,6 +192,11 @@ final class Events implements CommandFamily {
     }
 
     private Lane lane;
+
+    /** Registers a lane's states on a backend restored from its checkpoint. */
+    interface Registrar {
+        void register(FlinkBackend restored) throws Exception;
+    }
 
     /** [collection ms, collections] summed over the JVM's garbage collectors. */
     static long[] gcTotals() {
@@ -270,7 +278,7 @@ final class Events implements CommandFamily {
             }
             case EV_RESTORE:
                 b.completePending();
-                out.result(restore(b));
+                out.result(restore(b, lane == null ? null : lane.registrar));
                 return;
             case EV_WAIT:
                 lane().waitUntil(in.i64());
@@ -292,7 +300,7 @@ final class Events implements CommandFamily {
      * the lane's states registered again (as a restarted job does), then disposed. Returns ns.
      */
     @SuppressWarnings({"unchecked", "rawtypes"})
-    private static long restore(FlinkBackend b) throws Exception {
+    private static long restore(FlinkBackend b, Registrar registrar) throws Exception {
         if (b.checkpoints.isEmpty()) {
             throw new IllegalStateException("no checkpoint to restore from (SNAPSHOT first)");
         }
@@ -317,6 +325,10 @@ final class Events implements CommandFamily {
         long start = System.nanoTime();
         FlinkBackend restored = new FlinkBackend(o);
         try {
+            if (registrar != null) {
+                registrar.register(restored);
+                return System.nanoTime() - start;
+            }
             for (FlinkBackend.Registered r : b.states.values()) {
                 restored.backend.getPartitionedState(VoidNamespace.INSTANCE,
                         VoidNamespaceSerializer.INSTANCE, (StateDescriptor) r.descriptor);

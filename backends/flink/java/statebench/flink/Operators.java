@@ -253,6 +253,8 @@ final class Operators implements CommandFamily {
         b.time.now = l.startMs;
         op = make(p, b, ttl, true);
         op.keepHashes = ttl != null;
+        // EV_RESTORE: a restarted task registers the kind's states and timer queue again
+        l.registrar = restored -> make(p, restored, ttl, false);
         params = p;
         lane = l;
         inputs.clear();
