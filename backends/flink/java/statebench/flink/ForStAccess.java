@@ -21,7 +21,6 @@ import java.nio.file.Paths;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 
 /**
  * statebench's read-only door into what ForSt's keyed backends (the synchronous
@@ -166,15 +165,26 @@ final class ForStAccess {
         if (!Files.isDirectory(root)) {
             return 0L;
         }
-        try (Stream<java.nio.file.Path> files = Files.walk(root)) {
-            return files.filter(Files::isRegularFile).mapToLong(p -> {
-                try {
-                    return Files.size(p);
-                } catch (IOException gone) {
-                    return 0L; // deleted by a compaction meanwhile
+        // a walk that goes on past files (and folders) a compaction deletes meanwhile:
+        // Files.walk would throw at the first one (ForSt's V2 backend compacts while sampled)
+        long[] total = new long[1];
+        Files.walkFileTree(root, new java.nio.file.SimpleFileVisitor<java.nio.file.Path>() {
+            @Override
+            public java.nio.file.FileVisitResult visitFile(
+                    java.nio.file.Path file, java.nio.file.attribute.BasicFileAttributes attrs) {
+                if (attrs.isRegularFile()) {
+                    total[0] += attrs.size();
                 }
-            }).sum();
-        }
+                return java.nio.file.FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public java.nio.file.FileVisitResult visitFileFailed(java.nio.file.Path file,
+                                                                 IOException gone) {
+                return java.nio.file.FileVisitResult.CONTINUE; // deleted meanwhile
+            }
+        });
+        return total[0];
     }
 
     /** As StatebenchRocksCensus.walk (the same key and value layout: ForSt's synchronous
