@@ -2,7 +2,10 @@
 
 Backends ``flink-heap``, ``flink-rocksdb`` and ``flink-forst`` run each task in a JVM worker
 (``backends.flink``) holding Flink 2.x's HeapKeyedStateBackend, RocksDBKeyedStateBackend or
-ForSt's ForStSyncKeyedStateBackend with the task's key-group range and max parallelism.
+ForSt's ForStSyncKeyedStateBackend with the task's key-group range and max parallelism;
+``flink-forst-async`` runs ForSt's asynchronous ForStKeyedStateBackend through State V2 under
+Flink's execution controller (``statebench.flink.ForStAsyncLane``: the worker serves the same
+event commands there), with flink-forst's folders, options and rows.
 ForSt's working folder is the task's local folder; its DB files live on a primary folder of the
 task's own (a separate folder beside it, Flink's "remote" directory; with
 ``STATEBENCH_FORST_PRIMARY=checkpoint`` under the task's checkpoint folder instead, where ForSt's

@@ -520,8 +520,8 @@ final class FlinkBackend implements AutoCloseable {
     void register(int sid, int kind, String name, int valueType, int mapKeyType, int function,
                   StateTtlConfig ttl) throws Exception {
         if (options.forstAsync) {
-            throw new IllegalArgumentException("the forst-async backend serves State V2 through "
-                    + "the event family only (ForStAsyncLane), not V1 states");
+            throw new IllegalArgumentException("a forst-async backend's states live on its V2 "
+                    + "backend (ForStAsyncLane, ForStAsyncOps), never on this shell");
         }
         if (states.containsKey(sid)) {
             throw new IllegalArgumentException("state id " + sid + " is already registered");
