@@ -35,7 +35,7 @@ from backends.flink.lanes import (
 from tests.flink.conftest import start_worker
 from tests.flink.oplang import Program, descriptors, generate, run_flink
 from tests.flink.test_flink_differential import LONG_KEYS, STRING_KEYS
-from tests.runner.conftest import small_spec
+from tests.runner.conftest import small_spec, spark_session
 from workloads.run.engines.inprocess import run_in_process
 from workloads.run.flink_lane import WARMUP_ENV, close_idle_workers
 from workloads.run.plan import RunConfig
@@ -321,3 +321,25 @@ def test_flink_40354_expired_entries_stay_on_the_v2_lane(tmp_path: Path) -> None
     compactions = _per_task(run.rows, "sessions-churn/flink-forst-async/compaction_filter(1)",
                             "rocksdb_compactions")
     assert max(compactions.values()) > 0  # compactions did run on V2
+
+
+@pytest.mark.slow
+def test_the_lane_runs_inside_spark_executors(tmp_path: Path) -> None:
+    """The same rows from Spark's executors as in-process: the worker's V2 lane is the engine's
+    task operator like every lane's."""
+    from workloads.run.engines.spark import run_spark
+
+    def config(name: str) -> RunConfig:
+        return RunConfig(small_spec("sessions-churn", events=3_000), parallelism=1,
+                         backends=("flink-forst-async",), strategies=("none",),
+                         checkpoint_root=str(tmp_path / name), run_id="forst-async")
+
+    for spark in spark_session("local[2,2]"):
+        out = run_spark(config("spark"), spark)
+    here = run_in_process(config("here"))
+    scenario = "sessions-churn/flink-forst-async/none"
+    assert _per_task(out.rows, scenario, "restore_ms")[(0, 2)] > 0
+    for metric in ("records", "live_entries", "expired_present_entries", "logical_bytes",
+                   "expired_returned", "checkpoint_bytes"):
+        got = _per_task(out.rows, scenario, metric)
+        assert got and got == _per_task(here.rows, scenario, metric), metric
