@@ -26,7 +26,7 @@ kind                Flink class it follows                       states (name: s
 
 Each module's docstring gives the per-event reads, writes, deletes, timers and outputs and what
 the emulation leaves out. :func:`check_supported` refuses a kind without an emulation (none
-today) and the Flink lanes.
+today); which lanes run which kinds is the planner's (``workloads.run.plan.operator_lane_reason``).
 
 Namespaces are emulated, not added to the backends: a window's state is a map entry keyed by
 the window (``MapState<window end, accumulator>``). Flink's (key, namespace) -> value rows and
@@ -39,8 +39,10 @@ heap map is a dict per key instead of Flink's one ``CopyOnWriteStateMap`` per na
 
 Timers are state (``workloads.operators.base.Timers``): an ``event-timers`` map entry per timer
 on the task's backend - in RocksDB on the ``rocksdb`` lane, on the heap on ``heap`` - counted in
-live entries, bytes and checkpoints. The Flink lanes (``flink-heap``, ``flink-rocksdb``) do not
-run operator kinds yet: a run of an ``[operator]`` spec on them is refused naming the lane.
+live entries, bytes and checkpoints. The Flink lanes ``flink-heap`` and ``flink-rocksdb`` run
+the same kinds in Java against Flink's own backends, access for access, with namespaces through
+``TimeWindow.Serializer`` and timers in the backend's priority-queue state
+(``backends.flink.operators``, ``Operators.java``); ``flink-forst`` is refused naming itself.
 
 Outputs: every operator records what it emits (changelog kind and values);
 ``ttl_changed_results`` compares them with a reference run without TTL
@@ -78,17 +80,12 @@ class UnsupportedOperator(ValueError):
     """An operator kind or lane that cannot run an ``[operator]`` spec (yet)."""
 
 
-def check_supported(kind: str, backend: str | None = None) -> None:
-    """Refuse, with a message naming it, an operator kind not emulated or a lane without
-    operator kinds (the Flink lanes, this version)."""
+def check_supported(kind: str) -> None:
+    """Refuse, with a message naming it, an operator kind that has no emulation."""
     if kind not in OPERATOR_CLASSES:
         raise UnsupportedOperator(
             f"operator kind '{kind}' is not emulated yet; emulated kinds: "
             f"{', '.join(OPERATOR_CLASSES)}")
-    if backend is not None and backend.startswith("flink"):
-        raise UnsupportedOperator(
-            f"backend '{backend}': the Flink lanes do not yet support operator kinds "
-            f"([operator] kind = '{kind}'); run it on heap or rocksdb")
 
 
 def make_operator(op: Any, out_of_orderness_ms: int, retention: bool,

@@ -256,7 +256,7 @@ def operator_lane_reason(cfg: RunConfig, kind: str) -> str | None:
     from workloads.operators import UnsupportedOperator, check_supported
 
     try:
-        check_supported(cfg.spec.operator.kind, kind)
+        check_supported(cfg.spec.operator.kind)
     except UnsupportedOperator as exc:
         return str(exc)
     return None

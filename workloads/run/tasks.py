@@ -68,7 +68,7 @@ def task_operator(
             if reason is not None:
                 raise ValueError(reason)
         else:
-            check_supported(kind, cfg.backend)
+            check_supported(kind)
         return OPERATOR_KIND_TASKS[cfg.backend](cfg, task, attempt, attempt_id)
     make = OPERATORS.get(cfg.backend)
     if make is None:
