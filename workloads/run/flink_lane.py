@@ -75,9 +75,7 @@ small task's work; a JVM first applies a synthetic warm-up stream per backend ki
 
 from __future__ import annotations
 
-import atexit
 import os
-import threading
 import time
 import weakref
 from dataclasses import replace
@@ -97,6 +95,7 @@ from workloads.run import checkpoints as ck
 from workloads.run import tempdirs
 from workloads.run.barriers import CHECKPOINT, INFINITY, Barrier, barrier_schedule
 from workloads.run.config import OperatorConfig, local_root, paced, wall_clock_driven
+from workloads.run.flink_workers import TIMEOUT_S, WorkerPool
 from workloads.run.metrics import (
     ATTEMPT,
     CHECKPOINT_ASYNC_METRICS,
@@ -117,27 +116,16 @@ from workloads.run.task_checks import fail_if_expired_returned, sorted_times
 # One idle JVM per process, reused by the next task (see the module docstring)
 # ------------------------------------------------------------------------------------------------
 
-_TIMEOUT_S = 120.0  # per frame, beyond any pacing wait
-_idle: list[FlinkWorker] = []
+WORKERS = WorkerPool()
 _warmed: weakref.WeakKeyDictionary[FlinkWorker, set[str]] = weakref.WeakKeyDictionary()
-_idle_lock = threading.Lock()
 
 
 def _acquire(kind: str, **options: Any) -> tuple[FlinkWorker, bool]:
     """A worker with a fresh backend, and whether its JVM still needs a warm-up for `kind`."""
-    with _idle_lock:
-        worker = _idle.pop() if _idle else None
-    if worker is None:
-        worker = FlinkWorker(kind, timeout_s=_TIMEOUT_S, **options)
-        _warmed[worker] = set()
-    else:
-        try:
-            worker.reset(kind, **options)
-        except BaseException:
-            worker.close()
-            raise
-    cold = kind not in _warmed[worker]
-    _warmed[worker].add(kind)
+    worker = WORKERS.acquire(kind, **options)
+    warmed = _warmed.setdefault(worker, set())
+    cold = kind not in warmed
+    warmed.add(kind)
     return worker, cold
 
 
@@ -210,21 +198,9 @@ def forst_primary() -> str:
     return text
 
 
-def _release(worker: FlinkWorker) -> None:
-    with _idle_lock:
-        if not _idle:
-            _idle.append(worker)
-            return
-    worker.close()
-
-
-@atexit.register
 def close_idle_workers() -> None:
     """Stops the kept JVM (at exit; tests call it to leave no process behind)."""
-    with _idle_lock:
-        workers, _idle[:] = list(_idle), []
-    for worker in workers:
-        worker.close()
+    WORKERS.close_idle()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -257,6 +233,9 @@ def _local_checkpoint_dir(target: str) -> str:
 
 class FlinkLaneOperator:
     """One task's Flink backend in a JVM worker, fed the task's batches (TaskOperator)."""
+
+    #: Where close() gives the JVM back (the operator lane keeps a pool of its own)
+    workers: WorkerPool = WORKERS
 
     def __init__(
         self, cfg: OperatorConfig, task: int, attempt: int = 0, attempt_id: int | None = None
@@ -335,8 +314,7 @@ class FlinkLaneOperator:
             value_type=cfg.value_type,
             state_types=cfg.state_types,
             ttl_fields=ttl_fields(ttl, query, periodic),
-            clock=(events.CLOCK_PACED if self._paced
-                   else events.CLOCK_WALL if self._wall else events.CLOCK_RECORD),
+            clock=self._clock(),
             speedup=cfg.time_speedup,
             start_ms=cfg.start_ms,
             warmup_records=self._warm_left,
@@ -351,10 +329,20 @@ class FlinkLaneOperator:
             _warm_up(self.worker, spec, self.kind, cfg.ttl_ms, f"{self._local}/warm-up-ckpt",
                      self._max_in_flight)
             self.worker.reset(self.kind, **(options | {"path": f"{self._local}/task"}))
-        if self._paced:  # a frame waits for its records' time: allow the whole run's span
-            span_s = (cfg.end_ms - cfg.start_ms) / cfg.time_speedup / 1e3
-            self.worker.timeout_s = _TIMEOUT_S + span_s
+        self._allow_paced_span()
         self.worker.send(events.encode_open(spec))
+
+    def _clock(self) -> int:
+        """The worker's clock (events.CLOCK_*): paced, wall or each record's timestamp."""
+        return (events.CLOCK_PACED if self._paced
+                else events.CLOCK_WALL if self._wall else events.CLOCK_RECORD)
+
+    def _allow_paced_span(self) -> None:
+        """Paced, a frame waits for its records' time: allow the whole run's span per frame."""
+        if self._paced:
+            cfg = self.cfg
+            span_s = (cfg.end_ms - cfg.start_ms) / cfg.time_speedup / 1e3
+            self.worker.timeout_s = TIMEOUT_S + span_s
 
     def _checkpoint_target(self) -> str | None:
         target = ck.task_attempt_dir(self.cfg, self.task, self.attempt_id)
@@ -371,27 +359,33 @@ class FlinkLaneOperator:
         ts = sorted_times(batch, self._last_ts, self.task)
         last = int(ts[-1])
         self._last_ts = last
-        ops = batch.column("op").to_numpy(zero_copy_only=False)
-        self._state_ops += n + int(np.count_nonzero(ops == int(Op.VALUE_RMW)))
+        self._count_state_ops(batch)
         b = self.worker.batch()
         fired: list[tuple[Barrier, bool]] = []
         lo = 0
         while self._next_barrier <= last:
             cut = int(np.searchsorted(ts, self._next_barrier, "left"))
             if cut > lo:
-                b.raw(events.encode_apply(batch.slice(lo, cut - lo), self.cfg.value_type,
-                                          self._uses_map))
+                b.raw(self._encode_records(batch.slice(lo, cut - lo)))
                 lo = cut
             if self._paced:  # a barrier, as a record, happens at its time
                 b.raw(events.encode_wait(self._next_barrier))
             fired.append((self._add_barrier(b), self._warm_left - cut <= 0))
         if lo < n:
-            b.raw(events.encode_apply(batch.slice(lo, n - lo), self.cfg.value_type,
-                                      self._uses_map))
+            b.raw(self._encode_records(batch.slice(lo, n - lo)))
         post = n - min(n, max(self._warm_left, 0))
         self._python_ns += (time.perf_counter_ns() - start) * post / n
         self._warm_left -= n
         self._record(fired, b.flush())
+
+    def _count_state_ops(self, batch: pa.RecordBatch) -> None:
+        """State accesses of a batch: one per event, two per read-modify-write."""
+        ops = batch.column("op").to_numpy(zero_copy_only=False)
+        self._state_ops += batch.num_rows + int(np.count_nonzero(ops == int(Op.VALUE_RMW)))
+
+    def _encode_records(self, batch: pa.RecordBatch) -> bytes:
+        """A range of the task's records as the worker's apply frame."""
+        return events.encode_apply(batch, self.cfg.value_type, self._uses_map)
 
     def _add_barrier(self, b: Any) -> Barrier:
         barrier = self._barriers[self._bi]
@@ -424,18 +418,23 @@ class FlinkLaneOperator:
                     self._wait_ns += wait_ms * 1e6
             else:
                 s = events.decode_sample(result)
-                add(task, step, t, "live_entries", s.live, "entries")
-                add(task, step, t, "expired_present_entries", s.expired, "entries")
-                add(task, step, t, "logical_bytes", s.logical_bytes, "bytes")
-                add(task, step, t, "expired_present_bytes", s.expired_bytes, "bytes")
-                for metric, key, unit in ROCKSDB_SERIES:  # flink-rocksdb and flink-forst
-                    value = s.rocksdb.get(key)
-                    if value is not None:  # no row before the first flush (write amplification)
-                        add(task, step, t, metric, value, unit)
-                add(task, step, t, "physical_bytes", s.physical_bytes, "bytes")
+                self._sample_rows(barrier, s)
                 if s.local_bytes is not None:  # flink-forst: files on disk, each folder
                     add(task, step, t, "physical_local_bytes", s.local_bytes, "bytes")
                     add(task, step, t, "physical_primary_bytes", s.primary_bytes, "bytes")
+
+    def _sample_rows(self, barrier: Barrier, s: events.Sample) -> None:
+        """A sample's rows every Flink lane reports (at its barrier): entries and bytes."""
+        add, task, step, t = self.rows.add, self.task, barrier.index, barrier.time_ms
+        add(task, step, t, "live_entries", s.live, "entries")
+        add(task, step, t, "expired_present_entries", s.expired, "entries")
+        add(task, step, t, "logical_bytes", s.logical_bytes, "bytes")
+        add(task, step, t, "expired_present_bytes", s.expired_bytes, "bytes")
+        for metric, key, unit in ROCKSDB_SERIES:  # flink-rocksdb and flink-forst
+            value = s.rocksdb.get(key)
+            if value is not None:  # no row before the first flush (write amplification)
+                add(task, step, t, metric, value, unit)
+        add(task, step, t, "physical_bytes", s.physical_bytes, "bytes")
 
     def _checkpoint_rows(self, done: list[events.AsyncCheckpoint]) -> float:
         """Per checkpoint rows of the completed checkpoints (at their barrier); returns the
@@ -540,13 +539,7 @@ class FlinkLaneOperator:
         delete the task's RocksDB folder. A worker that failed is closed, not kept."""
         worker, self.worker = self.worker, None
         if worker is not None:
-            worker.timeout_s = _TIMEOUT_S
-            try:
-                worker.reset("heap")  # disposes this task's backend before its folder goes
-            except BaseException:
-                worker.close()
-            else:
-                _release(worker)
+            self.workers.give_back(worker)  # disposes this task's backend before its folder goes
         tempdirs.remove(self._local)
         if self._primary is not None and not self._primary_in_checkpoint:
             tempdirs.remove(self._primary)  # (one in the checkpoint folder goes with it)

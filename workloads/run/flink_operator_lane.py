@@ -28,81 +28,37 @@ applies).
 
 from __future__ import annotations
 
-import atexit
-import threading
-import time
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
-import backends
-from backends.flink import FlinkWorker, events
 from backends.flink import operators as wire_ops
 from backends.flink.register import ttl_fields
 from backends.keygroups import KeyGroupRange
-from backends.ttl_config import DEFAULT_PERIODIC_COMPACTION_MS, DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES
 from workloads.operators.task import CHANGED_METRICS, CHANGED_SHARE, OPERATOR_METRICS
 from workloads.run import tempdirs
 from workloads.run.barriers import CHECKPOINT, INFINITY, Barrier
 from workloads.run.config import OperatorConfig
-from workloads.run.flink_lane import FlinkLaneOperator
-from workloads.run.metrics import NO_TIME, ROCKSDB_SERIES
+from workloads.run.flink_lane import FlinkLaneOperator, compaction_options
+from workloads.run.flink_workers import WorkerPool
+from workloads.run.metrics import NO_TIME
 from workloads.run.state_setup import ttl_config_of
-from workloads.run.task_checks import sorted_times
 
-TIMEOUT_S = 120.0  # per frame, beyond any pacing wait
 # One idle JVM per process, reused by the next operator task (a JVM start costs ~1 s); kept
 # apart from the key-value lane's, whose JVMs carry its warm-up bookkeeping.
-_idle: list[FlinkWorker] = []
-_idle_lock = threading.Lock()
+OPERATOR_WORKERS = WorkerPool()
 
 
-def _acquire(kind: str, **options: Any) -> FlinkWorker:
-    with _idle_lock:
-        worker = _idle.pop() if _idle else None
-    if worker is None:
-        return FlinkWorker(kind, timeout_s=TIMEOUT_S, **options)
-    try:
-        worker.reset(kind, **options)
-    except BaseException:
-        worker.close()
-        raise
-    return worker
-
-
-def _release(worker: FlinkWorker) -> None:
-    with _idle_lock:
-        if not _idle:
-            _idle.append(worker)
-            return
-    worker.close()
-
-
-@atexit.register
 def close_idle_operator_workers() -> None:
     """Stops the kept JVM (at exit; tests call it to leave no process behind)."""
-    with _idle_lock:
-        workers, _idle[:] = list(_idle), []
-    for worker in workers:
-        worker.close()
-
-
-def compaction_options(strategy: str, rocksdb_options: dict[str, Any]) -> tuple[int, int | None]:
-    """(query_time_after_num_entries, periodic compaction ms) the worker opens with, as the
-    key-value lane's: the compaction filter's arguments, else the spec's [rocksdb] period."""
-    parsed = backends.parse_strategy(strategy)
-    if parsed.name != "compaction_filter":
-        return DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES, None
-    query = parsed.args[0] if parsed.args else DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES
-    periodic = (parsed.args[1] if len(parsed.args) > 1
-                else rocksdb_options.get("periodic_compaction_ms", DEFAULT_PERIODIC_COMPACTION_MS))
-    return query, periodic
+    OPERATOR_WORKERS.close_idle()
 
 
 class FlinkOperatorLane(FlinkLaneOperator):
     """One task of an operator workload on a Flink lane (module docstring)."""
+
+    workers = OPERATOR_WORKERS
 
     def __init__(self, cfg: OperatorConfig, task: int, attempt: int = 0,
                  attempt_id: int | None = None) -> None:
@@ -134,14 +90,13 @@ class FlinkOperatorLane(FlinkLaneOperator):
                                         and cfg.checkpoint_mode == "incremental"),
             "rocksdb_options": dict(cfg.rocksdb_options) if self.kind == "rocksdb" else None,
         }
-        self.worker = _acquire(self.kind, **options)
+        self.worker = self.workers.acquire(self.kind, **options)
         # Flink's TTL is processing time: the lane's provider is driven by the scenario's clock
         ttl = ttl_config_of(replace(cfg, time_characteristic="ProcessingTime"))
         spec = wire_ops.OperatorOpen(
             kind=op.kind,
             ttl_fields=ttl_fields(ttl, query, periodic),
-            clock=(events.CLOCK_PACED if self._paced
-                   else events.CLOCK_WALL if self._wall else events.CLOCK_RECORD),
+            clock=self._clock(),
             speedup=cfg.time_speedup,
             start_ms=cfg.start_ms,
             warmup_records=self._warm_left,
@@ -156,39 +111,16 @@ class FlinkOperatorLane(FlinkLaneOperator):
             top_n=op.top_n,
             gap_ms=op.gap_ms,
         )
-        if self._paced:  # a frame waits for its records' time: allow the whole run's span
-            span_s = (cfg.end_ms - cfg.start_ms) / cfg.time_speedup / 1e3
-            self.worker.timeout_s = TIMEOUT_S + span_s
+        self._allow_paced_span()
         self.worker.send(wire_ops.encode_open(spec))
 
     # ------------------------------------------------------------------ the stream
-    def process(self, batch: pa.RecordBatch) -> None:
-        """Apply a batch of this task's operator input (ts non-decreasing): the ranges between
-        barriers and the barriers themselves go out as one frame."""
-        n = batch.num_rows
-        if n == 0:
-            return
-        start = time.perf_counter_ns()
-        ts = sorted_times(batch, self._last_ts, self.task)
-        last = int(ts[-1])
-        self._last_ts = last
-        b = self.worker.batch()
-        fired: list[tuple[Barrier, bool]] = []
-        lo = 0
-        while self._next_barrier <= last:
-            cut = int(np.searchsorted(ts, self._next_barrier, "left"))
-            if cut > lo:
-                b.raw(wire_ops.encode_apply(batch.slice(lo, cut - lo)))
-                lo = cut
-            if self._paced:  # a barrier, as a record, happens at its time
-                b.raw(events.encode_wait(self._next_barrier))
-            fired.append((self._add_barrier(b), self._warm_left - cut <= 0))
-        if lo < n:
-            b.raw(wire_ops.encode_apply(batch.slice(lo, n - lo)))
-        post = n - min(n, max(self._warm_left, 0))
-        self._python_ns += (time.perf_counter_ns() - start) * post / n
-        self._warm_left -= n
-        self._record(fired, b.flush())
+    def _count_state_ops(self, batch: pa.RecordBatch) -> None:
+        """Counted by the Java operator (OP_FINISH's accesses), not per batch here."""
+
+    def _encode_records(self, batch: pa.RecordBatch) -> bytes:
+        """A range of the task's operator input as an OP_APPLY frame."""
+        return wire_ops.encode_apply(batch)
 
     def _add_barrier(self, b: Any) -> Barrier:
         barrier = self._barriers[self._bi]
@@ -210,18 +142,10 @@ class FlinkOperatorLane(FlinkLaneOperator):
                 super()._record([(barrier, warm_done)], [result])
                 continue
             s, estimate = wire_ops.decode_sample(result)
-            step, t = barrier.index, barrier.time_ms
-            add(task, step, t, "live_entries", s.live, "entries")
-            add(task, step, t, "expired_present_entries", s.expired, "entries")
-            add(task, step, t, "logical_bytes", s.logical_bytes, "bytes")
-            add(task, step, t, "expired_present_bytes", s.expired_bytes, "bytes")
-            for metric, key, unit in ROCKSDB_SERIES:
-                value = s.rocksdb.get(key)
-                if value is not None:  # no row before the first flush (write amplification)
-                    add(task, step, t, metric, value, unit)
-            add(task, step, t, "physical_bytes", s.physical_bytes, "bytes")
+            self._sample_rows(barrier, s)
             if estimate is not None:
-                add(task, step, t, "estimated_entries", estimate, "entries")
+                add(task, barrier.index, barrier.time_ms, "estimated_entries", estimate,
+                    "entries")
 
     # ------------------------------------------------------------------ the end
     def finish(self) -> list:
@@ -247,11 +171,5 @@ class FlinkOperatorLane(FlinkLaneOperator):
         delete the task's folders. A worker that failed is closed, not kept."""
         worker, self.worker = self.worker, None
         if worker is not None:
-            worker.timeout_s = TIMEOUT_S
-            try:
-                worker.reset("heap")
-            except BaseException:
-                worker.close()
-            else:
-                _release(worker)
+            self.workers.give_back(worker)
         tempdirs.remove(self._local)
