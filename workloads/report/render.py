@@ -15,6 +15,7 @@ from workloads.report.figures import Chart, charts
 from workloads.report.fmt import MISSING, TIMES, fmt_value
 from workloads.report.front import front_html
 from workloads.report.load import Run, load_run
+from workloads.report.real_engine import real_engine_html
 from workloads.report.tables import (
     environment_table,
     not_applicable_table,
@@ -72,6 +73,9 @@ def report_html(run: Run) -> str:
     fidelity = fidelity_html(run)  # only when the run has Flink reference lanes
     if fidelity is not None:
         sections.append(("fidelity", "Fidelity: statebench vs Flink", fidelity))
+    real = real_engine_html(run)  # only with a flink-sql lane beside an emulated one
+    if real is not None:
+        sections.append(("real-engine", "The real engine beside the emulation", real))
     tables = "\n".join(f"<h3>{escape(w)}</h3>{summary_tables(run, w)}" for w in run.workloads)
     sections += [
         ("tables", "Summary tables", tables or f"<p>{MISSING}</p>"),
