@@ -359,6 +359,12 @@ def _cell(n: Number | None, unit: str, note: str) -> str:
             f'<span class="v">{escape(fmt_value(n.value, unit))}</span>{spread}</td>')
 
 
+def _metrics(m: Measure) -> str:
+    """The row names behind a measure: one, or the real job's and the emulation's."""
+    names = dict.fromkeys((m.real_metric, m.emulated_metric))
+    return " / ".join(f"<code>{escape(n)}</code>" for n in names)
+
+
 def _classes(m: Measure) -> str:
     names = [n.cls.cls for n in (m.real, m.emulated) if n is not None]
     return " / ".join(names) if names else MISSING
@@ -370,7 +376,7 @@ def _judgement(m: Measure, primary: bool) -> str:
     if m.verdict is None:
         return f'<td class="grey">{MISSING}</td>'
     lead = "<strong>agreement measure</strong>: " if primary else ""
-    measured = (f'<span class="spread">measured before: {escape(m.verdict.measured)}</span>'
+    measured = (f"<br><small>measured before: {escape(m.verdict.measured)}</small>"
                 if m.verdict.measured else "")
     return f'<td data-verdict="{m.verdict.code}">{lead}{escape(m.verdict.text)}{measured}</td>'
 
@@ -392,9 +398,8 @@ def real_engine_table(pairs: list[RealPair]) -> str:
                 f'<tr data-strategy="{escape(p.strategy)}" data-measure="{m.name}" '
                 f'data-real="{escape(p.real)}" data-emulated="{escape(p.emulated)}">'
                 f'<th scope="row">{escape(p.strategy)}</th>'
-                f'<td>{escape(m.noun)}<span class="unit">{escape(m.real_metric)}'
-                f'{"" if m.real_metric == m.emulated_metric else " / " + m.emulated_metric}'
-                f"</span></td>{_cell(m.real, m.unit, m.note)}{_cell(m.emulated, m.unit, '')}"
+                f"<td>{escape(m.noun)}<br><small>{_metrics(m)}</small></td>"
+                f"{_cell(m.real, m.unit, m.note)}{_cell(m.emulated, m.unit, '')}"
                 f"{over}<td>{escape(_classes(m))}</td>"
                 f"{_judgement(m, m.name == p.primary)}</tr>")
     return (f'<div class="scroll"><table class="stats real-engine" data-group="real-engine">'
@@ -412,8 +417,8 @@ def real_engine_html(run: Run) -> str | None:
                                         f"{p.emulated} (emulated)" for p in pairs))
         items = "".join(f'<li class="{s.severity}">{s.html}</li>'
                         for s in map(pair_sentence, pairs))
-        parts.append(f'<h3>{escape(workload)} <span class="unit">{escape(pairs[0].kind)}: '
-                     f"{escape(lanes)}</span></h3>"
+        parts.append(f"<h3>{escape(workload)}</h3><p>{escape(pairs[0].kind)}: "
+                     f"{escape(lanes)}</p>"
                      f'<ul class="findings real-engine" data-workload="{escape(workload)}">'
                      f"{items}</ul>{real_engine_table(pairs)}")
     if not parts:
