@@ -169,8 +169,9 @@ def build_problem(classes: Path) -> str | None:
 
 
 @contextmanager
-def _build_lock(target: Path) -> Iterator[None]:
-    """One build of ``target`` at a time (other processes wait, then find it built)."""
+def build_lock(target: Path, what: str = "the Flink worker") -> Iterator[None]:
+    """One build of ``target`` (``what``, for the error) at a time: other processes wait, then
+    find it built."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - no flock: builds race as before
@@ -187,7 +188,7 @@ def _build_lock(target: Path) -> Iterator[None]:
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     raise FlinkUnavailableError(
-                        f"another process has been building the Flink worker in {target} for "
+                        f"another process has been building {what} in {target} for "
                         f"over {JAVAC_TIMEOUT_S + 60:.0f} s; remove that folder if it is stuck"
                     ) from None
                 time.sleep(0.2)
@@ -257,7 +258,7 @@ def ensure_worker_built() -> WorkerBuild:
     target = cache_root() / "flink-worker" / cache_key(jar)
     classes = target / "classes"
     if build_problem(classes) is not None:
-        with _build_lock(target):
+        with build_lock(target):
             _sweep_build_leftovers(target)
             if build_problem(classes) is not None:  # another process may have built it meanwhile
                 major = _java_major(javac)

@@ -16,10 +16,8 @@ key i64, ts i64, op i8, value i64, value_size i32, map_key i32.
 
 from __future__ import annotations
 
-import json
 import os
 import struct
-import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +27,8 @@ import numpy as np
 
 from backends import tempdirs
 from backends.flink.build import ensure_worker_built
-from backends.flink.errors import FlinkWorkerError
 from backends.flink.events import STATE_BITS, VALUE_TYPES
+from backends.flink.jvm_job import run_job_jvm
 from backends.flink.worker import JVM_OPTIONS
 
 MAIN = "statebench.flink.RealJob"
@@ -136,16 +134,6 @@ class RealJobConfig:
         return out
 
 
-def _last_json(stdout: str) -> dict[str, Any] | None:
-    for line in reversed(stdout.splitlines()):
-        if line.startswith("{"):
-            try:
-                return json.loads(line)
-            except ValueError:
-                return None
-    return None
-
-
 def run_real_job(cfg: RealJobConfig, java_options: Iterable[str] = ()) -> dict[str, Any]:
     """Run one job in a fresh JVM (the lanes' JVM options and heap) and return its report: the
     keyed function's records/s (first to last record, and after the warm-up), checkpoint
@@ -159,17 +147,8 @@ def run_real_job(cfg: RealJobConfig, java_options: Iterable[str] = ()) -> dict[s
     cmd = [build.java, f"-Xmx{cfg.heap_mb}m", f"-Djava.io.tmpdir={local}", *JVM_OPTIONS,
            *java_options, "-cp", build.classpath, MAIN, *cfg.arguments(),
            "--conf", f"io.tmp.dirs={local}"]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=cfg.timeout_s)
-    except subprocess.TimeoutExpired:
-        raise FlinkWorkerError(f"the real Flink job ({cfg.kind}) did not finish within "
-                               f"{cfg.timeout_s:.0f} s and was stopped") from None
-    finally:
-        tempdirs.remove(local)
-    report = _last_json(proc.stdout) if proc.returncode == 0 else None
-    if report is None:
-        lines = [x for x in proc.stderr.splitlines() if x.startswith("statebench real job")]
-        why = lines[-1] if lines else proc.stderr[-2000:].strip()
-        raise FlinkWorkerError(f"the real Flink job ({cfg.kind}) failed with exit status "
-                               f"{proc.returncode}: {why}")
-    return report
+    return run_job_jvm(
+        cmd, local, cfg.timeout_s,
+        timed_out=(f"the real Flink job ({cfg.kind}) did not finish within {cfg.timeout_s:.0f} s "
+                   "and was stopped"),
+        failed=f"the real Flink job ({cfg.kind})", tag="statebench real job")

@@ -64,9 +64,7 @@ import hashlib
 import json
 import os
 import subprocess
-import time
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,8 +73,17 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from backends import tempdirs
-from backends.flink.build import cache_root, find_flink_jar, find_jdk, write_manifest
-from backends.flink.errors import FlinkUnavailableError, FlinkWorkerError
+from backends.flink.build import (
+    JAVAC_TIMEOUT_S,
+    MANIFEST,
+    build_lock,
+    cache_root,
+    find_flink_jar,
+    find_jdk,
+    write_manifest,
+)
+from backends.flink.errors import FlinkUnavailableError
+from backends.flink.jvm_job import run_job_jvm
 from backends.flink.worker import JVM_OPTIONS
 
 MAIN = "statebench.flink.sql.SqlJob"
@@ -88,12 +95,10 @@ _SERVICES = {
     "org.apache.flink.metrics.reporter.MetricReporterFactory":
         "statebench.flink.sql.StateReporter$Factory",
 }
-_MANIFEST = ".statebench-manifest.json"
 #: The columns of the CSV file, in the order of SqlJob's source table.
 CSV_COLUMNS = ("event_type", "ts", "person_id", "auction_id", "price", "category",
                "expires_ms", "city")
 DEFAULT_TIMEOUT_S = 900.0
-JAVAC_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -126,36 +131,12 @@ def _complete(classes: Path) -> bool:
     """A finished build: its manifest lists the main class, and every listed file is there
     with its size (the manifest is written last)."""
     try:
-        listed = json.loads((classes / _MANIFEST).read_text(encoding="utf-8"))["files"]
+        listed = json.loads((classes / MANIFEST).read_text(encoding="utf-8"))["files"]
         if MAIN.replace(".", "/") + ".class" not in listed:
             return False
         return all((classes / name).stat().st_size == entry[0] for name, entry in listed.items())
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return False
-
-
-@contextmanager
-def _lock(target: Path) -> Iterator[None]:
-    """One build of ``target`` at a time (others wait, then find it built)."""
-    import fcntl
-
-    target.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target / ".build.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        deadline = time.monotonic() + JAVAC_TIMEOUT_S + 60
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise FlinkUnavailableError(
-                        f"another process has been building the Flink SQL job in {target} for "
-                        "too long; remove that folder if it is stuck") from None
-                time.sleep(0.2)
-        yield
-    finally:
-        os.close(fd)
 
 
 def ensure_sql_job_built() -> SqlBuild:
@@ -167,7 +148,7 @@ def ensure_sql_job_built() -> SqlBuild:
     classpath = os.pathsep.join([str(classes), *map(str, jars)])
     if _complete(classes):
         return SqlBuild(java=java, classpath=classpath)
-    with _lock(target):
+    with build_lock(target, "the Flink SQL job"):
         if not _complete(classes):
             tempdirs.sweep([target])
             tmp = Path(tempdirs.make(".statebench-build-", dir=target))
@@ -274,16 +255,6 @@ class SqlJobConfig:
         return out
 
 
-def _last_json(stdout: str) -> dict[str, Any] | None:
-    for line in reversed(stdout.splitlines()):
-        if line.startswith("{"):
-            try:
-                return json.loads(line)
-            except ValueError:
-                return None
-    return None
-
-
 def run_sql_jobs(jobs: list[SqlJobConfig], heap_mb: int = 1024,
                  timeout_s: float = DEFAULT_TIMEOUT_S) -> list[dict[str, Any]]:
     """Run ``jobs`` one after the other on one MiniCluster in a fresh JVM; their reports (see
@@ -300,17 +271,8 @@ def run_sql_jobs(jobs: list[SqlJobConfig], heap_mb: int = 1024,
     request.write_text(json.dumps({"jobs": [j.as_request() for j in jobs]}), encoding="utf-8")
     cmd = [build.java, f"-Xmx{heap_mb}m", f"-Djava.io.tmpdir={local}", *JVM_OPTIONS,
            "-cp", build.classpath, MAIN, str(request)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        raise FlinkWorkerError(f"the Flink SQL job(s) did not finish within {timeout_s:.0f} s "
-                               "and were stopped") from None
-    finally:
-        tempdirs.remove(local)
-    report = _last_json(proc.stdout) if proc.returncode == 0 else None
-    if report is None:
-        lines = [x for x in proc.stderr.splitlines() if x.startswith("statebench sql job")]
-        why = lines[-1] if lines else proc.stderr[-2000:].strip()
-        raise FlinkWorkerError(f"the Flink SQL job failed with exit status {proc.returncode}: "
-                               f"{why}")
+    report = run_job_jvm(
+        cmd, local, timeout_s,
+        timed_out=f"the Flink SQL job(s) did not finish within {timeout_s:.0f} s and were stopped",
+        failed="the Flink SQL job", tag="statebench sql job")
     return list(report["jobs"])
