@@ -5,7 +5,6 @@ strategies Flink does not have reported with Flink's reason, and the lane inside
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,14 +12,13 @@ from typing import Any
 import pytest
 
 import backends as B
-from backends.flink import TIMER_REASON, FlinkUnavailableError, FlinkWorker
-from backends.flink.build import ensure_worker_built
+from backends.flink import TIMER_REASON, FlinkWorker
 from backends.flink.lanes import COMPACTION_ON_HEAP_REASON, INCREMENTAL_ON_ROCKSDB_REASON
 from backends.flink.register import FLINK_COMPRESSIONS, rocksdb_configuration
 from backends.rocksdb_options import COMPRESSIONS
+from tests.flink.lanes_util import lane_session, per_task
 from tests.runner.conftest import mixed_spec, small_spec, spark_session
 from workloads.run.engines.inprocess import run_in_process
-from workloads.run.flink_lane import WARMUP_ENV, close_idle_workers
 from workloads.run.metrics import CHECKPOINT_ASYNC_METRICS, CHECKPOINT_SUMMARY_METRICS
 from workloads.run.plan import PlanError, RunConfig
 
@@ -49,21 +47,8 @@ NO_ROW_BEFORE_A_FLUSH = frozenset({"rocksdb_write_amp"})
 
 @pytest.fixture(scope="module", autouse=True)
 def flink_available() -> Iterator[None]:
-    try:
-        ensure_worker_built()
-    except FlinkUnavailableError as exc:
-        if os.environ.get("STATEBENCH_REQUIRE_FLINK"):
-            raise
-        pytest.skip(str(exc))
-    # no speed is measured here: a short JIT warm-up (Spark's Python workers inherit it)
-    saved = os.environ.get(WARMUP_ENV)
-    os.environ[WARMUP_ENV] = "4000"
-    yield
-    close_idle_workers()  # the lanes keep one JVM per process between tasks
-    if saved is None:
-        os.environ.pop(WARMUP_ENV, None)
-    else:
-        os.environ[WARMUP_ENV] = saved
+    with lane_session():
+        yield
 
 
 def _metrics(rows: Any) -> dict[str, set[str]]:
@@ -71,11 +56,6 @@ def _metrics(rows: Any) -> dict[str, set[str]]:
     for r in rows.to_pylist():
         out.setdefault(r["scenario"], set()).add(r["metric"])
     return out
-
-
-def _per_task(rows: Any, scenario: str, metric: str) -> dict[tuple[int, int], float]:
-    return {(r["task"], r["step"]): r["value"] for r in rows.to_pylist()
-            if r["scenario"] == scenario and r["metric"] == metric}
 
 
 @pytest.fixture(scope="module")
@@ -117,10 +97,10 @@ def test_flink_never_returns_an_expired_value_and_counts_every_record(ycsb: Any)
              and r["metric"] == "records"}
     assert len(flink) == 6  # heap: none, full_snapshot, incremental; rocksdb: none, fs, filter
     for scenario in flink:
-        returned = _per_task(ycsb.rows, scenario, "expired_returned")
+        returned = per_task(ycsb.rows, scenario, "expired_returned")
         assert returned and set(returned.values()) == {0.0}
-        assert _per_task(ycsb.rows, scenario, "records")[(-1, 0)] == 3_000
-        assert _per_task(ycsb.rows, scenario, "records_per_s")[(-1, 0)] > 0
+        assert per_task(ycsb.rows, scenario, "records")[(-1, 0)] == 3_000
+        assert per_task(ycsb.rows, scenario, "records_per_s")[(-1, 0)] > 0
 
 
 def test_strategies_flink_lacks_are_reported_with_flinks_reason(ycsb: Any) -> None:
@@ -138,18 +118,18 @@ def test_flink_holds_the_same_live_and_expired_entries_as_statebench(mixed: Any,
     (value, list, map get/iterate/remove, reducing, aggregating) removes the same entries."""
     for ours, flink in PAIRS:
         for metric in ("live_entries", "expired_present_entries"):
-            a = _per_task(mixed.rows, f"mixed/{ours}/{strategy}", metric)
-            b = _per_task(mixed.rows, f"mixed/{flink}/{strategy}", metric)
+            a = per_task(mixed.rows, f"mixed/{ours}/{strategy}", metric)
+            b = per_task(mixed.rows, f"mixed/{flink}/{strategy}", metric)
             assert len(a) >= 20 and a == b, (ours, metric)
-    assert any(v > 0 for v in _per_task(mixed.rows, "mixed/flink-heap/none",
+    assert any(v > 0 for v in per_task(mixed.rows, "mixed/flink-heap/none",
                                         "expired_present_entries").values())
     # RocksDB stores no containers: its units, and so its logical bytes, are statebench's
-    assert (_per_task(mixed.rows, f"mixed/rocksdb/{strategy}", "logical_bytes")
-            == _per_task(mixed.rows, f"mixed/flink-rocksdb/{strategy}", "logical_bytes"))
+    assert (per_task(mixed.rows, f"mixed/rocksdb/{strategy}", "logical_bytes")
+            == per_task(mixed.rows, f"mixed/flink-rocksdb/{strategy}", "logical_bytes"))
     # Flink's heap keeps a key's empty map after map iteration removed its expired entries
     # (TtlMapState's iterator removes entries, never the map): whole keys (8 bytes) more
-    ours = _per_task(mixed.rows, f"mixed/heap/{strategy}", "logical_bytes")
-    theirs = _per_task(mixed.rows, f"mixed/flink-heap/{strategy}", "logical_bytes")
+    ours = per_task(mixed.rows, f"mixed/heap/{strategy}", "logical_bytes")
+    theirs = per_task(mixed.rows, f"mixed/flink-heap/{strategy}", "logical_bytes")
     extra = [theirs[k] - ours[k] for k in ours]
     assert all(e >= 0 and e % 8 == 0 for e in extra) and any(extra)
 
@@ -172,14 +152,14 @@ def churn(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def test_incremental_checkpoints_upload_less_and_restore(churn: Any) -> None:
     for ours, flink in PAIRS:
         for metric in ("live_entries", "expired_present_entries"):
-            assert (_per_task(churn.rows, f"sessions-churn/{ours}/none", metric)
-                    == _per_task(churn.rows, f"sessions-churn/{flink}/none", metric))
+            assert (per_task(churn.rows, f"sessions-churn/{ours}/none", metric)
+                    == per_task(churn.rows, f"sessions-churn/{flink}/none", metric))
     scenario = "sessions-churn/flink-rocksdb/none"
-    full = _per_task(churn.rows, scenario, "checkpoint_bytes")
-    uploaded = _per_task(churn.rows, scenario, "checkpoint_uploaded_bytes")
+    full = per_task(churn.rows, scenario, "checkpoint_bytes")
+    uploaded = per_task(churn.rows, scenario, "checkpoint_uploaded_bytes")
     assert uploaded[(-1, 2)] < full[(-1, 2)]  # checkpoint 2 reuses checkpoint 1's SST files
     # restored from checkpoint 2, whose shared files are checkpoint 1's uploads
-    assert _per_task(churn.rows, scenario, "restore_ms")[(-1, 2)] > 0
+    assert per_task(churn.rows, scenario, "restore_ms")[(-1, 2)] > 0
 
 
 def test_the_specs_write_buffer_size_reaches_flinks_rocksdb(tmp_path: Path) -> None:
@@ -193,7 +173,7 @@ def test_the_specs_write_buffer_size_reaches_flinks_rocksdb(tmp_path: Path) -> N
             strategies=("none",), checkpoint_root=str(tmp_path / f"ckpt-{size}"),
             run_id=f"wb{size}"))
         peak[size] = {
-            metric: max(v for (task, _), v in _per_task(
+            metric: max(v for (task, _), v in per_task(
                 out.rows, "sessions-churn/flink-rocksdb/none", metric).items() if task == -1)
             for metric in ("rocksdb_memtable_bytes",)}
         assert out.config.describe()["flink_rocksdb"] == (
@@ -240,9 +220,9 @@ def test_processing_time_is_paced_like_statebench(tmp_path: Path) -> None:
     assert (metrics["mixed/flink-heap/none"] - FLINK_ONLY
             == _flink_can_give(metrics["mixed/heap/none"]))
     for backend in ("flink-heap", "flink-rocksdb"):
-        rows = _per_task(out.rows, f"mixed/{backend}/none", "expired_returned")
+        rows = per_task(out.rows, f"mixed/{backend}/none", "expired_returned")
         assert set(rows.values()) == {0.0}
-        assert _per_task(out.rows, f"mixed/{backend}/none", "records")[(-1, 0)] == 12_000
+        assert per_task(out.rows, f"mixed/{backend}/none", "records")[(-1, 0)] == 12_000
 
 
 def test_on_read_and_write_refreshes_like_statebench(tmp_path: Path) -> None:
@@ -250,9 +230,9 @@ def test_on_read_and_write_refreshes_like_statebench(tmp_path: Path) -> None:
     out = run_in_process(RunConfig(spec, backends=("heap", "flink-heap"), strategies=("none",),
                                    checkpoint_root=str(tmp_path / "ckpt"), run_id="rw"))
     for metric in ("live_entries", "expired_present_entries"):
-        assert (_per_task(out.rows, "mixed/heap/none", metric)
-                == _per_task(out.rows, "mixed/flink-heap/none", metric))
-    assert _per_task(out.rows, "mixed/flink-heap/none", "expired_returned")[(-1, 0)] == 0
+        assert (per_task(out.rows, "mixed/heap/none", metric)
+                == per_task(out.rows, "mixed/flink-heap/none", metric))
+    assert per_task(out.rows, "mixed/flink-heap/none", "expired_returned")[(-1, 0)] == 0
 
 
 def test_the_expired_read_check_sees_flink_return_expired_values(tmp_path: Path) -> None:
@@ -261,7 +241,7 @@ def test_the_expired_read_check_sees_flink_return_expired_values(tmp_path: Path)
     spec = mixed_spec(visibility="ReturnExpiredIfNotCleanedUp")
     out = run_in_process(RunConfig(spec, backends=("flink-heap",), strategies=("none",),
                                    run_id="rx"))
-    assert _per_task(out.rows, "mixed/flink-heap/none", "expired_returned")[(-1, 0)] > 0
+    assert per_task(out.rows, "mixed/flink-heap/none", "expired_returned")[(-1, 0)] > 0
 
 
 def test_unknown_backend_names_the_flink_lanes() -> None:
@@ -292,8 +272,8 @@ def test_the_lanes_run_inside_spark_executors(tmp_path: Path) -> None:
     here = run_in_process(config("here"))
     for backend in ("flink-heap", "flink-rocksdb"):
         scenario = f"ycsb-a/{backend}/none"
-        assert _per_task(out.rows, scenario, "restore_ms")[(0, 2)] > 0
+        assert per_task(out.rows, scenario, "restore_ms")[(0, 2)] > 0
         for metric in ("records", "live_entries", "expired_present_entries", "logical_bytes",
                        "expired_present_bytes", "checkpoint_bytes", "expired_returned"):
-            got = _per_task(out.rows, scenario, metric)
-            assert got and got == _per_task(here.rows, scenario, metric), (scenario, metric)
+            got = per_task(out.rows, scenario, metric)
+            assert got and got == per_task(here.rows, scenario, metric), (scenario, metric)

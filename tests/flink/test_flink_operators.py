@@ -13,7 +13,6 @@ Flink's own keyed backends make the Python emulation's outputs and hold its entr
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,33 +21,24 @@ import pyarrow as pa
 import pytest
 
 import backends
-from backends.flink import FlinkUnavailableError, events
+from backends.flink import events
 from backends.flink import operators as wire_ops
-from backends.flink.build import ensure_worker_built
 from backends.flink.register import ttl_fields
 from tests.flink.conftest import start_worker
+from tests.flink.lanes_util import lane_session
 from tests.runner.conftest import spark_session
 from workloads.nexmark import AUCTION, BID
 from workloads.operators import OPERATOR_CLASSES, make_operator
 from workloads.operators.results import replay
 from workloads.run.engines.inprocess import run_in_process
-from workloads.run.flink_lane import close_idle_workers
-from workloads.run.flink_operator_lane import close_idle_operator_workers
 from workloads.run.plan import RunConfig
 from workloads.spec import OperatorSpec, load_spec
 
 
 @pytest.fixture(scope="module", autouse=True)
 def flink_available() -> Iterator[None]:
-    try:
-        ensure_worker_built()
-    except FlinkUnavailableError as exc:
-        if os.environ.get("STATEBENCH_REQUIRE_FLINK"):
-            raise
-        pytest.skip(str(exc))
-    yield
-    close_idle_operator_workers()
-    close_idle_workers()
+    with lane_session(warmup=None):
+        yield
 
 
 # ------------------------------------------------------------------------------------------

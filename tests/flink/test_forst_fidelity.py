@@ -5,7 +5,6 @@ recomputed here from the raw rows, in the rendered report; absent without ForSt.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,15 +12,13 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from backends.flink import FlinkUnavailableError
-from backends.flink.build import ensure_worker_built
+from tests.flink.lanes_util import lane_session
 from tests.runner.conftest import small_spec
 from workloads.report.fidelity import FORST_PAIR, forst_findings, forst_html, forst_rows
 from workloads.report.load import load_run
 from workloads.report.render import report_html
 from workloads.results.store import write_run
 from workloads.run.engines.inprocess import run_in_process
-from workloads.run.flink_lane import WARMUP_ENV, close_idle_workers
 from workloads.run.plan import RunConfig
 
 STRATEGIES = ("none", "compaction_filter(1000)")
@@ -29,27 +26,13 @@ STRATEGIES = ("none", "compaction_filter(1000)")
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    try:
-        ensure_worker_built()
-    except FlinkUnavailableError as exc:
-        if os.environ.get("STATEBENCH_REQUIRE_FLINK"):
-            raise
-        pytest.skip(str(exc))
-    saved = os.environ.get(WARMUP_ENV)
-    os.environ[WARMUP_ENV] = "4000"
-    root = tmp_path_factory.mktemp("forst-fidelity")
-    try:
+    with lane_session():
+        root = tmp_path_factory.mktemp("forst-fidelity")
         out = run_in_process(RunConfig(
             small_spec("sessions-churn", events=4_000), backends=FORST_PAIR,
             strategies=STRATEGIES, repetitions=2, checkpoint_root=str(root / "ckpt"),
             run_id="forst-fidelity"))
         yield write_run(out, root / "results")
-    finally:
-        close_idle_workers()
-        if saved is None:
-            os.environ.pop(WARMUP_ENV, None)
-        else:
-            os.environ[WARMUP_ENV] = saved
 
 
 def _throughput(rows: list[dict], backend: str, strategy: str) -> float:

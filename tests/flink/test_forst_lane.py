@@ -7,7 +7,6 @@ a timed restore from the last checkpoint, and the lane inside Spark executors.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,20 +14,18 @@ from typing import Any
 import pytest
 
 import backends as B
-from backends.flink import TIMER_REASON, FlinkCommandError, FlinkUnavailableError, FlinkWorker
-from backends.flink.build import ensure_worker_built
+from backends.flink import TIMER_REASON, FlinkCommandError, FlinkWorker
 from backends.flink.lanes import (
     FULL_SNAPSHOT_ON_FORST_REASON,
     INCREMENTAL_ON_FORST_REASON,
     not_applicable_reason,
 )
 from backends.flink.register import FORST_CONFIG_KEYS, ROCKSDB_CONFIG_KEYS, forst_configuration
+from tests.flink.lanes_util import lane_session, per_task
 from tests.runner.conftest import mixed_spec, small_spec, spark_session
 from workloads.run.engines.inprocess import run_in_process
 from workloads.run.flink_lane import (
     FORST_PRIMARY_ENV,
-    WARMUP_ENV,
-    close_idle_workers,
     forst_primary,
 )
 from workloads.run.plan import RunConfig
@@ -41,25 +38,8 @@ FORST_ONLY = frozenset({"physical_local_bytes", "physical_primary_bytes",
 
 @pytest.fixture(scope="module", autouse=True)
 def flink_available() -> Iterator[None]:
-    try:
-        ensure_worker_built()
-    except FlinkUnavailableError as exc:
-        if os.environ.get("STATEBENCH_REQUIRE_FLINK"):
-            raise
-        pytest.skip(str(exc))
-    saved = os.environ.get(WARMUP_ENV)
-    os.environ[WARMUP_ENV] = "4000"  # no speed is measured here
-    yield
-    close_idle_workers()
-    if saved is None:
-        os.environ.pop(WARMUP_ENV, None)
-    else:
-        os.environ[WARMUP_ENV] = saved
-
-
-def _per_task(rows: Any, scenario: str, metric: str) -> dict[tuple[int, int], float]:
-    return {(r["task"], r["step"]): r["value"] for r in rows.to_pylist()
-            if r["scenario"] == scenario and r["metric"] == metric}
+    with lane_session():
+        yield
 
 
 def _metrics(rows: Any, scenario: str) -> set[str]:
@@ -96,33 +76,33 @@ def test_forst_holds_the_same_entries_as_rocksdb(churn: Any) -> None:
     value returned."""
     for metric in ("live_entries", "expired_present_entries", "logical_bytes",
                    "expired_present_bytes"):
-        a = _per_task(churn.rows, "sessions-churn/flink-forst/none", metric)
-        b = _per_task(churn.rows, "sessions-churn/flink-rocksdb/none", metric)
+        a = per_task(churn.rows, "sessions-churn/flink-forst/none", metric)
+        b = per_task(churn.rows, "sessions-churn/flink-rocksdb/none", metric)
         assert len(a) >= 10 and a == b, metric
-    assert any(v > 0 for v in _per_task(churn.rows, "sessions-churn/flink-forst/none",
+    assert any(v > 0 for v in per_task(churn.rows, "sessions-churn/flink-forst/none",
                                         "expired_present_entries").values())
     for strategy in ("none", "compaction_filter(1000)"):
         scenario = f"sessions-churn/flink-forst/{strategy}"
-        assert set(_per_task(churn.rows, scenario, "expired_returned").values()) == {0.0}
-        assert _per_task(churn.rows, scenario, "records")[(-1, 0)] == 6_000
+        assert set(per_task(churn.rows, scenario, "expired_returned").values()) == {0.0}
+        assert per_task(churn.rows, scenario, "records")[(-1, 0)] == 6_000
 
 
 def test_forst_keeps_its_files_on_the_primary_folder(churn: Any) -> None:
     """The DB's SST files are on the primary folder, the working folder holds the rest; the
     checkpoints refer to earlier uploads (incremental mode) and the restore is timed."""
     scenario = "sessions-churn/flink-forst/none"
-    primary = _per_task(churn.rows, scenario, "physical_primary_bytes")
-    local = _per_task(churn.rows, scenario, "physical_local_bytes")
-    sst = _per_task(churn.rows, scenario, "rocksdb_sst_bytes")
+    primary = per_task(churn.rows, scenario, "physical_primary_bytes")
+    local = per_task(churn.rows, scenario, "physical_local_bytes")
+    sst = per_task(churn.rows, scenario, "rocksdb_sst_bytes")
     assert primary.keys() == local.keys()
     flushed = [k for k, v in sst.items() if k[0] >= 0 and v > 0]
     assert flushed and all(primary[k] >= sst[k] for k in flushed)
-    full = _per_task(churn.rows, scenario, "checkpoint_bytes")
-    uploaded = _per_task(churn.rows, scenario, "checkpoint_uploaded_bytes")
-    referenced = _per_task(churn.rows, scenario, "checkpoint_referenced_bytes")
+    full = per_task(churn.rows, scenario, "checkpoint_bytes")
+    uploaded = per_task(churn.rows, scenario, "checkpoint_uploaded_bytes")
+    referenced = per_task(churn.rows, scenario, "checkpoint_referenced_bytes")
     assert referenced and all(referenced[k] == full[k] - uploaded[k] for k in referenced)
     assert any(v > 0 for v in referenced.values())  # checkpoint 2 refers to checkpoint 1's files
-    assert _per_task(churn.rows, scenario, "restore_ms")[(-1, 2)] > 0
+    assert per_task(churn.rows, scenario, "restore_ms")[(-1, 2)] > 0
 
 
 def test_strategies_forst_lacks_are_reported_with_forsts_reason(churn: Any) -> None:
@@ -192,9 +172,9 @@ def test_forst_holds_what_rocksdb_holds_on_every_state_type(tmp_path: Path) -> N
     out = run_in_process(RunConfig(mixed_spec(), backends=LANES, strategies=("none",),
                                    checkpoint_root=str(tmp_path / "ckpt"), run_id="mixed"))
     for metric in ("live_entries", "expired_present_entries", "logical_bytes"):
-        a = _per_task(out.rows, "mixed/flink-forst/none", metric)
-        assert len(a) >= 20 and a == _per_task(out.rows, "mixed/flink-rocksdb/none", metric)
-    referenced = _per_task(out.rows, "mixed/flink-forst/none", "checkpoint_referenced_bytes")
+        a = per_task(out.rows, "mixed/flink-forst/none", metric)
+        assert len(a) >= 20 and a == per_task(out.rows, "mixed/flink-rocksdb/none", metric)
+    referenced = per_task(out.rows, "mixed/flink-forst/none", "checkpoint_referenced_bytes")
     assert referenced and set(referenced.values()) == {0.0}  # full mode: everything uploaded
 
 
@@ -211,12 +191,12 @@ def test_the_forst_lane_runs_inside_spark_executors(tmp_path: Path) -> None:
         out = run_spark(config("spark"), spark)
     here = run_in_process(config("here"))
     scenario = "sessions-churn/flink-forst/none"
-    assert _per_task(out.rows, scenario, "restore_ms")[(0, 2)] > 0
-    assert any(v > 0 for v in _per_task(out.rows, scenario, "physical_primary_bytes").values())
+    assert per_task(out.rows, scenario, "restore_ms")[(0, 2)] > 0
+    assert any(v > 0 for v in per_task(out.rows, scenario, "physical_primary_bytes").values())
     for metric in ("records", "live_entries", "expired_present_entries", "logical_bytes",
                    "expired_returned"):
-        got = _per_task(out.rows, scenario, metric)
-        assert got and got == _per_task(here.rows, scenario, metric), metric
+        got = per_task(out.rows, scenario, metric)
+        assert got and got == per_task(here.rows, scenario, metric), metric
 
 
 def _bytes_under(folder: Path, leave_out: Path) -> int:
@@ -272,14 +252,14 @@ def test_the_primary_folder_under_the_checkpoint_folder(tmp_path: Path,
             checkpoint_root=str(tmp_path / place), run_id=place))
     scenario = "sessions-churn/flink-forst/none"
     for metric in ("live_entries", "expired_present_entries", "checkpoint_bytes"):
-        assert (_per_task(outs["checkpoint"].rows, scenario, metric)
-                == _per_task(outs["separate"].rows, scenario, metric)), metric
-    full = _per_task(outs["checkpoint"].rows, scenario, "checkpoint_bytes")
-    uploaded = _per_task(outs["checkpoint"].rows, scenario, "checkpoint_uploaded_bytes")
-    separate = _per_task(outs["separate"].rows, scenario, "checkpoint_uploaded_bytes")
+        assert (per_task(outs["checkpoint"].rows, scenario, metric)
+                == per_task(outs["separate"].rows, scenario, metric)), metric
+    full = per_task(outs["checkpoint"].rows, scenario, "checkpoint_bytes")
+    uploaded = per_task(outs["checkpoint"].rows, scenario, "checkpoint_uploaded_bytes")
+    separate = per_task(outs["separate"].rows, scenario, "checkpoint_uploaded_bytes")
     assert all(uploaded[key] < separate[key] for key in full)
     assert sum(uploaded.values()) < sum(full.values()) / 2  # (the metadata is uploaded)
-    assert _per_task(outs["checkpoint"].rows, scenario, "restore_ms")[(-1, 2)] > 0
+    assert per_task(outs["checkpoint"].rows, scenario, "restore_ms")[(-1, 2)] > 0
     monkeypatch.setenv(FORST_PRIMARY_ENV, "s3")
     with pytest.raises(ValueError, match="expected one of separate, checkpoint"):
         forst_primary()

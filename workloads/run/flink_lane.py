@@ -291,19 +291,7 @@ class FlinkLaneOperator:
         cfg = self.cfg
         query, periodic = compaction_options(cfg.cleanup or cfg.strategy,
                                               dict(cfg.rocksdb_options))
-        options: dict[str, Any] = {
-            "max_parallelism": cfg.max_parallelism,
-            "key_group_range": KeyGroupRange.of_operator(self.task, cfg.parallelism,
-                                                         cfg.max_parallelism),
-            "path": self._local,
-            "query_time_after_num_entries": query,
-            "periodic_compaction_ms": periodic,
-            "incremental_checkpoints": (self.kind in ("rocksdb", *FORST_KINDS)
-                                        and cfg.checkpoint_mode == "incremental"),
-            "rocksdb_options": (dict(cfg.rocksdb_options)
-                                if self.kind in ("rocksdb", *FORST_KINDS)
-                                else None),
-        }
+        options = self._worker_options(self._local, query, periodic, ("rocksdb", *FORST_KINDS))
         primary = self._primary
         if primary is not None:
             options["primary_path"] = f"{primary}/task"
@@ -331,6 +319,23 @@ class FlinkLaneOperator:
             self.worker.reset(self.kind, **(options | {"path": f"{self._local}/task"}))
         self._allow_paced_span()
         self.worker.send(events.encode_open(spec))
+
+    def _worker_options(self, path: str, query: int, periodic: int | None,
+                        rocksdb_kinds: tuple[str, ...]) -> dict[str, Any]:
+        """The worker's backend options for this task: its key groups, folder, compaction
+        filter arguments and, on ``rocksdb_kinds``, the checkpoint mode and [rocksdb] options."""
+        cfg = self.cfg
+        rocks = self.kind in rocksdb_kinds
+        return {
+            "max_parallelism": cfg.max_parallelism,
+            "key_group_range": KeyGroupRange.of_operator(self.task, cfg.parallelism,
+                                                         cfg.max_parallelism),
+            "path": path,
+            "query_time_after_num_entries": query,
+            "periodic_compaction_ms": periodic,
+            "incremental_checkpoints": rocks and cfg.checkpoint_mode == "incremental",
+            "rocksdb_options": dict(cfg.rocksdb_options) if rocks else None,
+        }
 
     def _clock(self) -> int:
         """The worker's clock (events.CLOCK_*): paced, wall or each record's timestamp."""

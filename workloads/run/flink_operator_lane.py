@@ -35,7 +35,6 @@ import pyarrow as pa
 
 from backends.flink import operators as wire_ops
 from backends.flink.register import ttl_fields
-from backends.keygroups import KeyGroupRange
 from workloads.operators.task import CHANGED_METRICS, CHANGED_SHARE, OPERATOR_METRICS
 from workloads.run import tempdirs
 from workloads.run.barriers import CHECKPOINT, INFINITY, Barrier
@@ -79,17 +78,7 @@ class FlinkOperatorLane(FlinkLaneOperator):
         op: Any = cfg.operator
         query, periodic = compaction_options(cfg.cleanup or cfg.strategy,
                                              dict(cfg.rocksdb_options))
-        options: dict[str, Any] = {
-            "max_parallelism": cfg.max_parallelism,
-            "key_group_range": KeyGroupRange.of_operator(self.task, cfg.parallelism,
-                                                         cfg.max_parallelism),
-            "path": f"{self._local}/task",
-            "query_time_after_num_entries": query,
-            "periodic_compaction_ms": periodic,
-            "incremental_checkpoints": (self.kind == "rocksdb"
-                                        and cfg.checkpoint_mode == "incremental"),
-            "rocksdb_options": dict(cfg.rocksdb_options) if self.kind == "rocksdb" else None,
-        }
+        options = self._worker_options(f"{self._local}/task", query, periodic, ("rocksdb",))
         self.worker = self.workers.acquire(self.kind, **options)
         # Flink's TTL is processing time: the lane's provider is driven by the scenario's clock
         ttl = ttl_config_of(replace(cfg, time_characteristic="ProcessingTime"))

@@ -1,0 +1,50 @@
+"""Module setup the Flink lane tests share: the worker built (or the module skipped), a short
+JIT warm-up, and no JVM left behind by the lanes' pools afterwards."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from backends.flink import FlinkUnavailableError
+from backends.flink.build import ensure_worker_built
+from workloads.run.flink_lane import WARMUP_ENV, close_idle_workers
+from workloads.run.flink_operator_lane import close_idle_operator_workers
+
+#: The lanes' JIT warm-up in tests, which measure no speed (Spark's Python workers inherit it)
+TEST_WARMUP_EVENTS = "4000"
+
+
+@contextmanager
+def lane_session(warmup: str | None = TEST_WARMUP_EVENTS) -> Iterator[None]:
+    """Around a test module that runs the Flink lanes: the worker built, else the module is
+    skipped (an error with STATEBENCH_REQUIRE_FLINK set); ``WARMUP_ENV`` set to ``warmup``
+    meanwhile (None: left as it is); afterwards the JVMs the lanes keep between tasks closed."""
+    try:
+        ensure_worker_built()
+    except FlinkUnavailableError as exc:
+        if os.environ.get("STATEBENCH_REQUIRE_FLINK"):
+            raise
+        pytest.skip(str(exc))
+    saved = os.environ.get(WARMUP_ENV)
+    if warmup is not None:
+        os.environ[WARMUP_ENV] = warmup
+    try:
+        yield
+    finally:
+        close_idle_operator_workers()
+        close_idle_workers()
+        if saved is None:
+            os.environ.pop(WARMUP_ENV, None)
+        else:
+            os.environ[WARMUP_ENV] = saved
+
+
+def per_task(rows: Any, scenario: str, metric: str) -> dict[tuple[int, int], float]:
+    """One scenario's rows of ``metric`` (a run's metric table), by (task, step)."""
+    return {(r["task"], r["step"]): r["value"] for r in rows.to_pylist()
+            if r["scenario"] == scenario and r["metric"] == metric}
