@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from importlib import metadata
+from typing import NoReturn
 
 import pytest
 
@@ -36,14 +37,19 @@ def flink_required() -> str | None:
     return f"the flink extra is installed ({DISTRIBUTION} {version})"
 
 
+def fail_or_skip(what: str, exc: FlinkUnavailableError) -> NoReturn:
+    """``what`` cannot run: fail when this session must run the oracle, else skip."""
+    reason = flink_required()
+    if reason:
+        pytest.fail(f"{what} cannot run although {reason}: {exc}", pytrace=False)
+    pytest.skip(str(exc))
+
+
 def start_worker(kind: str) -> FlinkWorker:
     try:
         return FlinkWorker(kind)
     except FlinkUnavailableError as exc:
-        reason = flink_required()
-        if reason:
-            pytest.fail(f"the Flink oracle cannot run although {reason}: {exc}", pytrace=False)
-        pytest.skip(str(exc))
+        fail_or_skip("the Flink oracle", exc)
 
 
 @pytest.fixture(scope="module")

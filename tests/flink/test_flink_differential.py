@@ -42,7 +42,8 @@ LONG_KEYS = [1, 2, 3, -4, 5, 1 << 40, 0]
 STRING_KEYS = ["a", "b", "ü", "", "key-5", "6", "x y"]
 
 
-def _cfg(update, visibility, cleanup: str) -> B.StateTtlConfig:
+def ttl_config(update, visibility, cleanup: str) -> B.StateTtlConfig:
+    """A case's TTL: 50 ms, its update type and visibility, its cleanup (CASES)."""
     builder = (B.StateTtlConfig.new_builder(50)
                .set_update_type(update).set_state_visibility(visibility))
     if cleanup == "none":
@@ -69,7 +70,7 @@ STEPS = 1200
 
 def _run_all(case: tuple, seed: int, make_backend, workers: dict) -> tuple[dict, Program]:
     _, update, visibility, cleanup, key_type = case
-    cfg = None if update is None else _cfg(update, visibility, cleanup)
+    cfg = None if update is None else ttl_config(update, visibility, cleanup)
     keys = LONG_KEYS if key_type == "long" else STRING_KEYS
     read_time_only = cleanup == "none"
     prog = generate(seed, STEPS, keys, with_counts=read_time_only, with_is_empty=read_time_only)
@@ -120,7 +121,7 @@ def test_boundary_is_expired_in_flink_and_statebench(make_backend, flink_heap,
     prog = Program(ops=[("time", 10), ("key", 1), ("v_update", "x"), ("r_add", 2),
                         ("time", 59), ("v_get",), ("r_get",),
                         ("time", 60), ("v_get",), ("r_get",)])
-    cfg = _cfg(OCW, NEVER, "none")
+    cfg = ttl_config(OCW, NEVER, "none")
     for kind in ("heap", "rocksdb"):
         clock = B.ManualClock(0)
         assert run_statebench(make_backend(kind, clock), clock, descriptors(cfg),
@@ -135,7 +136,7 @@ def test_flink_heap_keeps_empty_map(flink_heap, flink_rocksdb) -> None:
     all expired empties it but leaves the key physically present on heap, not on RocksDB."""
     prog = Program(ops=[("time", 0), ("key", 1), ("m_put", 1, 1.0), ("time", 100),
                         ("m_items",), ("counts",)])
-    cfg = _cfg(OCW, NEVER, "none")
+    cfg = ttl_config(OCW, NEVER, "none")
     for kind, worker, keys in (("heap", flink_heap, 1), ("rocksdb", flink_rocksdb, 0)):
         worker.reset(kind)
         assert run_flink(worker, descriptors(cfg), prog) == [

@@ -23,7 +23,14 @@ import backends as B
 from backends.flink import FlinkWorker
 from tests.flink.conftest import start_worker
 from tests.flink.oplang import descriptors, generate, run_flink
-from tests.flink.test_flink_differential import CASES, LONG_KEYS, SEEDS, STEPS, STRING_KEYS
+from tests.flink.test_flink_differential import (
+    CASES,
+    LONG_KEYS,
+    SEEDS,
+    STEPS,
+    STRING_KEYS,
+    ttl_config,
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,23 +39,11 @@ def flink_forst() -> Iterator[FlinkWorker]:
         yield worker
 
 
-def _ttl(update, visibility, cleanup: str) -> B.StateTtlConfig | None:
-    if update is None:
-        return None
-    builder = (B.StateTtlConfig.new_builder(50)
-               .set_update_type(update).set_state_visibility(visibility))
-    if cleanup == "none":
-        builder.disable_cleanup_in_background()
-    elif cleanup == "per_record":
-        builder.cleanup_incrementally(3, True)
-    return builder.build()
-
-
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_forst_matches_flink_rocksdb(case, seed, flink_forst, flink_rocksdb) -> None:
     _, update, visibility, cleanup, key_type = case
-    cfg = _ttl(update, visibility, cleanup)
+    cfg = None if update is None else ttl_config(update, visibility, cleanup)
     keys = LONG_KEYS if key_type == "long" else STRING_KEYS
     read_time_only = cleanup == "none"
     prog = generate(seed, STEPS, keys, with_counts=read_time_only, with_is_empty=read_time_only)

@@ -19,7 +19,7 @@ from backends.flink import FlinkUnavailableError
 from backends.flink.build import ensure_worker_built
 from backends.flink.errors import FlinkWorkerError
 from backends.flink.real_job import EventFile, run_real_job
-from tests.flink.conftest import flink_required
+from tests.flink.conftest import fail_or_skip
 from workloads.run.flink_lane import close_idle_workers
 from workloads.run.real_job import (
     TOLERANCE,
@@ -38,10 +38,7 @@ def flink_available() -> Iterator[None]:
     try:
         ensure_worker_built()
     except FlinkUnavailableError as exc:
-        reason = flink_required()
-        if reason:
-            pytest.fail(f"the real Flink job cannot run although {reason}: {exc}", pytrace=False)
-        pytest.skip(str(exc))
+        fail_or_skip("the real Flink job", exc)
     yield
     close_idle_workers()  # the lanes keep one JVM per process between tasks
 

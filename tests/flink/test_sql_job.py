@@ -28,7 +28,7 @@ from backends.flink.sql_job import (
     write_events_csv,
 )
 from backends.flink.sql_lanes import not_applicable_reason, spec_problem
-from tests.flink.conftest import flink_required
+from tests.flink.conftest import fail_or_skip
 from workloads.nexmark import AUCTION, BID, NexmarkConfig, generate_nexmark
 from workloads.results.summaries import summaries
 from workloads.run.config import OperatorConfig
@@ -50,10 +50,7 @@ def sql_job_available() -> None:
     try:
         ensure_sql_job_built()
     except FlinkUnavailableError as exc:
-        reason = flink_required()
-        if reason:
-            pytest.fail(f"the Flink SQL job cannot run although {reason}: {exc}", pytrace=False)
-        pytest.skip(str(exc))
+        fail_or_skip("the Flink SQL job", exc)
 
 
 @pytest.fixture(scope="module")
