@@ -1,5 +1,6 @@
-"""Module setup the Flink lane tests share: the worker built (or the module skipped), a short
-JIT warm-up, and no JVM left behind by the lanes' pools afterwards."""
+"""Module setup the Flink lane tests share: the worker built (or the module skipped where the
+oracle is not required, failed where it is), a short JIT warm-up, and no JVM left behind by the
+lanes' pools afterwards."""
 
 from __future__ import annotations
 
@@ -8,10 +9,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import pytest
-
 from backends.flink import FlinkUnavailableError
 from backends.flink.build import ensure_worker_built
+from tests.flink.conftest import fail_or_skip
 from workloads.run.flink_lane import WARMUP_ENV, close_idle_workers
 from workloads.run.flink_operator_lane import close_idle_operator_workers
 
@@ -21,15 +21,14 @@ TEST_WARMUP_EVENTS = "4000"
 
 @contextmanager
 def lane_session(warmup: str | None = TEST_WARMUP_EVENTS) -> Iterator[None]:
-    """Around a test module that runs the Flink lanes: the worker built, else the module is
-    skipped (an error with STATEBENCH_REQUIRE_FLINK set); ``WARMUP_ENV`` set to ``warmup``
+    """Around a test module that runs the Flink lanes: the worker built, else the module fails
+    where the session must run Flink (the `flink` extra installed, or STATEBENCH_REQUIRE_FLINK)
+    and is skipped elsewhere (``conftest.fail_or_skip``); ``WARMUP_ENV`` set to ``warmup``
     meanwhile (None: left as it is); afterwards the JVMs the lanes keep between tasks closed."""
     try:
         ensure_worker_built()
     except FlinkUnavailableError as exc:
-        if os.environ.get("STATEBENCH_REQUIRE_FLINK"):
-            raise
-        pytest.skip(str(exc))
+        fail_or_skip("the Flink lanes", exc)
     saved = os.environ.get(WARMUP_ENV)
     if warmup is not None:
         os.environ[WARMUP_ENV] = warmup
