@@ -55,14 +55,19 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _rows(run_dir: Path, backend: str, metric: str) -> dict[int, float]:
     """step -> the job's value, straight from the rows: the task=-1 total, else the sum over
-    tasks (entries, bytes and counts add up)."""
+    tasks (entries, bytes and counts add up). A lane that reports a checkpoint in every
+    repetition (the real job runs once per repetition) has several rows of one (task, step):
+    they are averaged, as the report's loader does."""
     t = pq.read_table(run_dir / "rows.parquet").to_pylist()
     mine = [r for r in t if r["backend"] == backend and r["metric"] == metric
             and r["strategy"] == STRATEGY]
     totals = [r for r in mine if r["task"] == -1]
-    out: dict[int, float] = defaultdict(float)
+    same: dict[tuple[int, int], list[float]] = defaultdict(list)
     for r in totals or mine:
-        out[r["step"]] += r["value"]
+        same[(r["task"], r["step"])].append(r["value"])
+    out: dict[int, float] = defaultdict(float)
+    for (_, step), values in same.items():
+        out[step] += sum(values) / len(values)
     return dict(out)
 
 
