@@ -344,7 +344,7 @@ final class Events implements CommandFamily {
      * SST files uploaded by an earlier checkpoint are placeholders, replaced here by the earlier
      * real handle of the same file (RocksDB file names are unique within a DB).
      */
-    private static void resolvePlaceholders(List<KeyedStateHandle> all, KeyedStateHandle last) {
+    static void resolvePlaceholders(List<KeyedStateHandle> all, KeyedStateHandle last) {
         if (!(last instanceof IncrementalRemoteKeyedStateHandle)) {
             return;
         }

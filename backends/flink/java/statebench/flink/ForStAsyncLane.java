@@ -42,7 +42,6 @@ import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.ListDelimitedSerializer;
-import org.apache.flink.runtime.state.PlaceholderStreamStateHandle;
 import org.apache.flink.runtime.state.SnapshotResult;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.VoidNamespace;
@@ -76,7 +75,6 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
@@ -930,7 +928,7 @@ final class ForStAsyncLane implements CommandFamily {
             throw new IllegalStateException("no checkpoint to restore from (EV_CHECKPOINT first)");
         }
         KeyedStateHandle last = checkpoints.get(checkpoints.size() - 1);
-        resolvePlaceholders(last);
+        Events.resolvePlaceholders(checkpoints, last);
         String tag = "restore-" + System.nanoTime();
         String dir = new File(owner.options.dir, tag).getPath();
         String restoredPrimary = primary == null ? null : primary + "/" + tag;
@@ -942,32 +940,4 @@ final class ForStAsyncLane implements CommandFamily {
         }
     }
 
-    /** Events.resolvePlaceholders: shared files of earlier checkpoints, by their real handle. */
-    private void resolvePlaceholders(KeyedStateHandle last) {
-        if (!(last instanceof IncrementalRemoteKeyedStateHandle)) {
-            return;
-        }
-        Map<String, StreamStateHandle> real = new HashMap<>();
-        for (KeyedStateHandle h : checkpoints) {
-            if (h instanceof IncrementalRemoteKeyedStateHandle) {
-                for (IncrementalKeyedStateHandle.HandleAndLocalPath p
-                        : ((IncrementalRemoteKeyedStateHandle) h).getSharedState()) {
-                    if (!(p.getHandle() instanceof PlaceholderStreamStateHandle)) {
-                        real.put(p.getLocalPath(), p.getHandle());
-                    }
-                }
-            }
-        }
-        for (IncrementalKeyedStateHandle.HandleAndLocalPath p
-                : ((IncrementalRemoteKeyedStateHandle) last).getSharedState()) {
-            if (p.getHandle() instanceof PlaceholderStreamStateHandle) {
-                StreamStateHandle handle = real.get(p.getLocalPath());
-                if (handle == null) {
-                    throw new IllegalStateException("shared file " + p.getLocalPath()
-                            + " of the last checkpoint was uploaded by no earlier checkpoint");
-                }
-                p.replaceHandle(handle);
-            }
-        }
-    }
 }
