@@ -1,9 +1,10 @@
 """asv: Flink's own per-op rates beside statebench's, measured in the same run, per commit.
 
 `setup_cache` runs the per-op suite's full protocol once (``bench/flink_ops.py``: 3 fresh JVMs
-per backend and TTL mode, warm-up until steady, 5 measured 1 s iterations; 6 fresh
-interpreters with calibrated >= 100 ms values; 100 k keys; 25-40 minutes here; the lean one
-with ``STATEBENCH_PEROP_PROTOCOL=lean asv run ...``) and builds its document
+per backend and op, warm-up of at least 3 s, then until steady, 5 measured 1 s rounds; 6 fresh
+interpreters per backend with calibrated >= 100 ms values; the three TTL modes side by side in
+every round; 100 k keys; the lean one with ``STATEBENCH_PEROP_PROTOCOL=lean asv run ...``) and
+builds its document
 (``bench/perop.py``). The tracks read that document. asv treats larger as worse, so
 they are times per op and ratios of times:
 
@@ -53,7 +54,7 @@ class FlinkOps:
     params = (list(KINDS), list(MODES), list(OPS))
     param_names = ["backend", "ttl", "op"]
     timeout = 3600
-    version = "flink-ops-2"  # 2: the full protocol (forks, 100 k keys, >= 1 s iterations)
+    version = "flink-ops-3"  # 3: TTL modes side by side in one fork; 2: forks, 100 k keys
 
     def setup_cache(self) -> dict[str, Any]:
         return _measure()

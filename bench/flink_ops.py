@@ -3,20 +3,28 @@
 Shared by the pytest-benchmark suite (``bench/pytest/test_bench_flink.py``, the lean protocol),
 asv (``bench/bench_flink.py``, the full protocol) and the command line (``python -m bench.perop``).
 
-* **Flink** (JMH's way): every fork is a fresh JVM worker; inside it each op warms up in
-  iterations of the protocol's length until two consecutive rates are within 5% (at most
-  ``jvm_warmup`` of them), then runs ``jvm_iterations`` measured iterations
+* **Flink** (JMH's way): every fork is a fresh JVM worker for one (backend, op), as JMH forks per
+  benchmark; its heap is sized up front (-Xms = -Xmx), so the collector's work does not change
+  as the heap grows. Inside it the op warms up for at least ``jvm_warmup_min`` rounds, then
+  until steady (at most ``jvm_warmup``), then runs ``jvm_iterations`` measured rounds
   (``Bench.java``).
-* **statebench** (pyperf's way): every worker is a fresh interpreter (a subprocess);
-  inside it each op's loop count is calibrated so that one value takes at least
-  ``py_min_value_s`` (pyperf: 100 ms), then ``py_warmup`` values are dropped and ``py_values``
-  kept.
+* **statebench** (pyperf's way): every worker is a fresh interpreter (a subprocess) for one
+  backend and one kind of state (value, list, map), filled in it; inside it each op's loop count
+  is calibrated so that one value takes at least ``py_min_value_s`` (pyperf: 100 ms), then
+  ``py_warmup`` rounds are dropped and ``py_values`` kept. Reads run before writes. A fresh
+  process per state kind, as a fresh JVM per Flink op: in a worker that had run the other
+  kinds' ops first, the same value get measured 3.7 M in one process and 8.6 M in the next,
+  because what a process allocated and freed before decides where its state's objects lie.
+* **The TTL modes side by side.** A fork or worker holds the op's state three times, with TTL
+  off, on and on without background cleanup, in one backend, and every round measures each of
+  them once, in an order rotated each round. What TTL costs is a ratio of two modes' rates; taken
+  in the same round of the same process it cancels what the machine and the process did then.
+  Measured in separate processes minutes apart, the same ratios moved by up to 107% between
+  three quiet runs.
 * Both sides run the same ops over the same 100 k keys (performance-anchors.md); on RocksDB every
   op starts on a flushed, compacted DB (reads from SST files, as after a compaction in
   performance-anchors.md; no background compaction left running into the measured values, whose
-  CPU time they would otherwise carry by chance); forks and
-  workers of every TTL mode are interleaved (fork 1 of off, on, on_no_bg, then fork 2 ...), so a
-  change of load on a shared machine lands on every mode alike instead of on one.
+  CPU time they would otherwise carry by chance).
 
 Each value is recorded twice: by wall clock (JMH's and pyperf's measure) and by the process's
 CPU time (which a shared machine's descheduling does not inflate; the headline, see
@@ -58,14 +66,15 @@ PROTOCOL_ENV = "STATEBENCH_PEROP_PROTOCOL"
 
 @dataclass(frozen=True)
 class Protocol:
-    """How many processes, iterations and seconds each side gets."""
+    """How many processes, rounds and seconds each side gets."""
 
     name: str
-    forks: int  # fresh JVMs per (backend, TTL mode)
-    jvm_warmup: int  # at most this many warm-up iterations (fewer once steady)
-    jvm_iterations: int
+    forks: int  # fresh JVMs per (backend, op)
+    jvm_warmup_min: int  # warm-up rounds before the steadiness check may end the warm-up
+    jvm_warmup: int  # at most this many warm-up rounds
+    jvm_iterations: int  # measured rounds
     jvm_iteration_ms: int
-    workers: int  # fresh interpreters per (backend, TTL mode)
+    workers: int  # fresh interpreters per backend
     py_warmup: int
     py_values: int
     py_min_value_s: float
@@ -73,13 +82,19 @@ class Protocol:
 
 
 #: JMH's shape at a size a 2-core machine can afford: 3 forks (as flink-benchmarks), warm-up
-#: until steady, 5 measured 1 s iterations; pyperf's 100 ms values from 6 fresh interpreters.
-FULL = Protocol("full", forks=3, jvm_warmup=6, jvm_iterations=5, jvm_iteration_ms=1000,
-                workers=6, py_warmup=1, py_values=3, py_min_value_s=0.1)
-#: CI's: fewer processes and shorter JVM iterations; the intervals widen to match, so verdicts
-#: turn undecided rather than flip.
-LEAN = Protocol("lean", forks=2, jvm_warmup=4, jvm_iterations=3, jvm_iteration_ms=300,
-                workers=2, py_warmup=1, py_values=4, py_min_value_s=0.1)
+#: of at least 3 s per state, then until steady; 5 measured 1 s iterations; pyperf's 100 ms
+#: values from 6 fresh interpreters.
+FULL = Protocol("full", forks=3, jvm_warmup_min=3, jvm_warmup=8, jvm_iterations=5,
+                jvm_iteration_ms=1000, workers=6, py_warmup=1, py_values=5, py_min_value_s=0.1)
+#: CI's: shorter rounds, fewer workers. Three forks still: the Flink side's spread is between
+#: forks (JIT decisions; a heap TTL map get without background cleanup measured 1.0x of no TTL
+#: in one fork and 0.7x in the next), and two of them made intervals that came and went. The
+#: warm-up gives each state at least 1.25 s (HotSpot's last compilation of Flink's heap TTL
+#: value update came after 2.2 s from a cold start, 1.5 s with the heap sized up front; a state
+#: still climbing is flagged not steady). statebench's workers, a fresh one per state kind,
+#: agree with each other within a few percent, so two do.
+LEAN = Protocol("lean", forks=3, jvm_warmup_min=5, jvm_warmup=6, jvm_iterations=3,
+                jvm_iteration_ms=250, workers=2, py_warmup=1, py_values=3, py_min_value_s=0.1)
 PROTOCOLS = {p.name: p for p in (LEAN, FULL)}
 
 
@@ -97,10 +112,12 @@ VARIANT_OF_MODE = {"off": "plain", "on": "ttl", "on_no_bg": "ttl_nobg"}
 
 
 def descs(mode: str) -> dict[str, B.StateDescriptor]:
+    """The benchmark's value, list and map states for one TTL mode, named by it (the three modes
+    share one backend)."""
     made = {
-        "value": B.ValueStateDescriptor("value", B.Types.LONG()),
-        "list": B.ListStateDescriptor("list", B.Types.LONG()),
-        "map": B.MapStateDescriptor("map", B.Types.LONG(), B.Types.LONG()),
+        "value": B.ValueStateDescriptor(f"value_{mode}", B.Types.LONG()),
+        "list": B.ListStateDescriptor(f"list_{mode}", B.Types.LONG()),
+        "map": B.MapStateDescriptor(f"map_{mode}", B.Types.LONG(), B.Types.LONG()),
     }
     cfg = ttl_config_for(VARIANT_OF_MODE[mode])
     if cfg is not None:
@@ -121,26 +138,29 @@ class OpRun:
 
 
 # ------------------------------------------------------------------------- Flink side
-def flink_fork(kind: str, mode: str, protocol: Protocol,
-               ops: tuple[str, ...] = OPS) -> dict[str, OpRun]:
-    """One fork: a fresh JVM worker measuring `ops` of one (backend, TTL mode).
+#: A bench fork's heap, sized up front (-Xms = -Xmx).
+FORK_HEAP_MB = 1024
+
+
+def flink_fork(kind: str, op: str, protocol: Protocol) -> dict[str, OpRun]:
+    """One fork: a fresh JVM worker measuring one op on the three TTL modes' states side by side.
 
     `measure` forks once per op, as JMH forks per benchmark: in one JVM the code HotSpot compiles
     for an op depends on the ops measured before it (profile pollution), which moved Flink's heap
     TTL value update between 2.6 M and 8.5 M ops/s within one run."""
     from backends.flink import FlinkWorker
 
-    wanted = {op.split("_")[0] for op in ops}
-    with FlinkWorker(kind) as worker:
+    with FlinkWorker(kind, heap_mb=FORK_HEAP_MB,
+                     java_options=(f"-Xms{FORK_HEAP_MB}m",)) as worker:
         b = worker.batch().set_time(NOW)
-        states = {n: b.register(d) for n, d in descs(mode).items() if n in wanted}
-        for op in ops:
-            b.bench(states[op.split("_")[0]], op, keys=protocol.keys, warmup=protocol.jvm_warmup,
-                    rounds=protocol.jvm_iterations, round_ms=protocol.jvm_iteration_ms)
-        results = b.flush()
-    return {op: OpRun(list(r["rates"]), list(r["cpu_rates"]), list(r["warmup"]),
-                      bool(r["steady"]), protocol.jvm_iteration_ms / 1000)
-            for op, r in zip(ops, results)}
+        states = [b.register(descs(mode)[op.split("_")[0]]) for mode in MODES]
+        b.bench(states, op, keys=protocol.keys, min_warmup=protocol.jvm_warmup_min,
+                warmup=protocol.jvm_warmup, rounds=protocol.jvm_iterations,
+                round_ms=protocol.jvm_iteration_ms)
+        (results,) = b.flush()
+    return {mode: OpRun(list(r["rates"]), list(r["cpu_rates"]), list(r["warmup"]),
+                        bool(r["steady"]), protocol.jvm_iteration_ms / 1000)
+            for mode, r in zip(MODES, results)}
 
 
 # ------------------------------------------------------------------------- statebench side
@@ -158,7 +178,7 @@ def _fill(backend: B.KeyedStateBackend, states: dict, kind: str, keys: Iterable[
 def _loop(backend: B.KeyedStateBackend, states: dict, op: str) -> Callable[[list[int]], int]:
     """One op per key of `chunk` (map_iterate: one per entry), as the JVM's Bench.one()."""
     sk = backend.set_current_key
-    v, lst, m = states["value"], states["list"], states["map"]
+    v, lst, m = states.get("value"), states.get("list"), states.get("map")
 
     def value_update(chunk):
         for k in chunk:
@@ -208,6 +228,14 @@ def _loop(backend: B.KeyedStateBackend, states: dict, op: str) -> Callable[[list
     return locals()[op]
 
 
+def _chunks(keys: list[int]) -> list[list[int]]:
+    """The keys in the suite's seeded shuffled order (the JVM's Bench uses the same seed), cut
+    into the loops' chunks."""
+    order = keys[:]
+    random.Random(42).shuffle(order)
+    return [order[i:i + CHUNK] for i in range(0, len(order), CHUNK)]
+
+
 def _timed(loop: Callable[[list[int]], int], chunks: list[list[int]], start_at: int,
            loops: int) -> tuple[int, float, float]:
     """`loops` chunks from `start_at`: (ops, wall seconds, process CPU seconds)."""
@@ -222,76 +250,122 @@ def _timed(loop: Callable[[list[int]], int], chunks: list[list[int]], start_at: 
 
 
 class _Backend:
-    """One statebench backend with the three benchmark states, filled per state kind on
-    demand (a worker fills each kind once; list ops refill, see statebench_op)."""
+    """One statebench backend with one kind of benchmark state (value, list or map) for every
+    TTL mode, as the JVM's fork holds them, filled once."""
 
-    def __init__(self, kind: str, mode: str, keys: list[int], tmp: Path) -> None:
-        options = {"path": tmp / f"sb-{kind}-{mode}"} if kind == "rocksdb" else {}
+    def __init__(self, kind: str, state_kind: str, keys: list[int], tmp: Path) -> None:
+        options = {"path": tmp / f"sb-{kind}"} if kind == "rocksdb" else {}
         self.backend = B.create_backend(kind, clock=B.ManualClock(NOW), **options)
-        made = descs(mode)
-        self.states = {"value": self.backend.get_state(made["value"]),
-                       "list": self.backend.get_list_state(made["list"]),
-                       "map": self.backend.get_map_state(made["map"])}
+        getter = {"value": self.backend.get_state, "list": self.backend.get_list_state,
+                  "map": self.backend.get_map_state}[state_kind]
+        self.states = {mode: {state_kind: getter(descs(mode)[state_kind])} for mode in MODES}
         self.keys = keys
-        self.filled: set[str] = set()
-
-    def fill(self, state_kind: str, again: bool = False) -> None:
-        if again or state_kind not in self.filled:
-            _fill(self.backend, self.states, state_kind, self.keys)
-            self.filled.add(state_kind)
+        for mode in MODES:
+            _fill(self.backend, self.states[mode], state_kind, keys)
 
 
-def statebench_op(sb: _Backend, op: str, protocol: Protocol) -> OpRun:
-    """One op in this process, pyperf's way: calibrate the loop count so that one value takes
-    at least py_min_value_s, drop py_warmup values, keep py_values. The state holds one value /
-    one element / ten entries per key when the op starts, as the JVM's Bench.setup(). (The JVM
-    refills before each list_add iteration because a 1 s iteration adds ~20 elements per key;
-    a value here adds well under one per key, so lists stay bounded without it.)"""
-    order = sb.keys[:]
-    random.Random(42).shuffle(order)
-    chunks = [order[i:i + CHUNK] for i in range(0, len(order), CHUNK)]
-    state_kind = op.split("_")[0]
-    sb.fill(state_kind, again=state_kind == "list")  # list_add lengthens the lists
-    # RocksDB: every op starts on a flushed, compacted DB, as the JVM's (heap: nothing)
-    sb.backend.compact()
-    loop = _loop(sb.backend, sb.states, op)
+def _calibrated(loop: Callable[[list[int]], int], chunks: list[list[int]],
+                min_value_s: float) -> tuple[int, int]:
+    """pyperf's calibration: double the loop count until one value takes at least
+    `min_value_s`. Returns (loops, chunks used)."""
     loops, pos = 1, 0
-    while True:  # pyperf's calibration: double the loops until one value is long enough
+    while True:
         _, wall, _ = _timed(loop, chunks, pos, loops)
         pos += loops
-        if wall >= protocol.py_min_value_s:
-            break
+        if wall >= min_value_s:
+            return loops, pos
         loops *= 2
-    run = OpRun([], [], [], True, float("inf"))
-    for value in range(protocol.py_warmup + protocol.py_values):
-        count, wall, cpu = _timed(loop, chunks, pos, loops)
+
+
+def statebench_op(sb: _Backend, op: str, protocol: Protocol) -> dict[str, OpRun]:
+    """One op in this process on every TTL mode, pyperf's way: each mode's loop count calibrated
+    so that one value takes at least py_min_value_s, then rounds of one value per mode (order
+    rotated each round), the first py_warmup rounds dropped. The states hold one value / one
+    element / ten entries per key when the first op starts, as the JVM's Bench; the worker runs
+    the reads first, so each read op sees the layout the fill left. (The JVM refills before
+    each list_add iteration because a 1 s iteration adds ~20 elements per key; a value here adds
+    well under one per key, so lists stay bounded without it.)"""
+    chunks = _chunks(sb.keys)
+    # RocksDB: every op starts on a flushed, compacted DB, as the JVM's (heap: nothing)
+    sb.backend.compact()
+    fns = {mode: _loop(sb.backend, sb.states[mode], op) for mode in MODES}
+    loops, pos = {}, {}
+    for mode in MODES:
+        loops[mode], pos[mode] = _calibrated(fns[mode], chunks, protocol.py_min_value_s)
+    runs = {mode: OpRun([], [], [], True, float("inf")) for mode in MODES}
+    for rnd in range(protocol.py_warmup + protocol.py_values):
+        for i in range(len(MODES)):
+            mode = MODES[(rnd + i) % len(MODES)]
+            run = runs[mode]
+            count, wall, cpu = _timed(fns[mode], chunks, pos[mode], loops[mode])
+            pos[mode] += loops[mode]
+            if rnd < protocol.py_warmup:
+                run.warmup.append(count / wall)
+                continue
+            run.rates.append(count / wall)
+            run.cpu_rates.append(count / cpu if cpu > 0 else count / wall)
+            run.shortest_s = min(run.shortest_s, wall)
+    return runs
+
+
+#: The machine probe's name in a worker's result (beside the ops).
+PROBE = "machine_probe"
+
+
+def machine_probe(keys: list[int], protocol: Protocol) -> list[float]:
+    """CPU-time rates of a plain dict update loop over the suite's keys in its shuffled order
+    (no statebench code), `py_values` values of at least `py_min_value_s`, taken first thing in
+    a fresh worker: how fast this machine ran Python's dict work at the time, so that a median's
+    move between runs can be set beside the machine's own. (Taken again at the end of a worker
+    that had filled and dropped its states, the same loop ran 1.3-2.4x slower: the new dict's
+    tuples land in the freed, scattered memory.)"""
+    chunks = _chunks(keys)
+    d = dict.fromkeys(keys, (0, NOW))
+
+    def update(chunk: list[int]) -> int:
+        for k in chunk:
+            d[k] = (k, NOW)
+        return len(chunk)
+
+    loops, pos = _calibrated(update, chunks, protocol.py_min_value_s)
+    rates = []
+    for _ in range(protocol.py_values):
+        count, wall, cpu = _timed(update, chunks, pos, loops)
         pos += loops
-        if value < protocol.py_warmup:
-            run.warmup.append(count / wall)
-            continue
-        run.rates.append(count / wall)
-        run.cpu_rates.append(count / cpu if cpu > 0 else count / wall)
-        run.shortest_s = min(run.shortest_s, wall)
-    return run
+        rates.append(count / cpu if cpu > 0 else count / wall)
+    return rates
 
 
-def statebench_worker(kind: str, mode: str, protocol: dict) -> dict[str, dict]:
-    """Body of one worker process: every op of one (backend, TTL mode). Arguments and result
-    are plain data (it crosses a process boundary)."""
+#: A worker's ops per state kind, reads first: a write reorders the state in memory (a new
+#: tuple per update lands wherever the allocator has room), and a read measured after it would
+#: read a layout that depends on how many writes the calibration happened to choose.
+OPS_OF_STATE = {"value": ("value_get", "value_update"), "list": ("list_get", "list_add"),
+                "map": ("map_get", "map_iterate", "map_put")}
+
+
+def statebench_worker(kind: str, state_kind: str, protocol: dict) -> dict[str, Any]:
+    """Body of one worker process: the machine probe, then the ops of one state kind of one
+    backend on every TTL mode, on states filled in this process. Arguments and result are plain
+    data (it crosses a process boundary): {op: {mode: OpRun as a dict}, PROBE: [ops/s]}."""
     proto = Protocol(**protocol)
+    keys = list(range(proto.keys))
+    out: dict[str, Any] = {PROBE: machine_probe(keys, proto)}
     with tempfile.TemporaryDirectory(prefix="statebench-perop-") as tmp:
-        sb = _Backend(kind, mode, list(range(proto.keys)), Path(tmp))
+        sb = _Backend(kind, state_kind, keys, Path(tmp))
         try:
-            return {op: asdict(statebench_op(sb, op, proto)) for op in OPS}
+            for op in OPS_OF_STATE[state_kind]:
+                out[op] = {mode: asdict(r) for mode, r in statebench_op(sb, op, proto).items()}
         finally:
             sb.backend.close()
+    return out
 
 
-def statebench_process(kind: str, mode: str, protocol: Protocol) -> dict[str, OpRun]:
-    """One worker: a fresh interpreter, as pyperf's worker processes. It gets this process's
+def statebench_process(kind: str, state_kind: str, protocol: Protocol) -> dict[str, Any]:
+    """One worker: a fresh interpreter, as pyperf's worker processes, for one state kind (a
+    fresh heap for every state, as a fresh JVM for every Flink op). It gets this process's
     sys.path (as multiprocessing's "spawn" would, without re-importing a __main__ that asv or
-    pytest owns) and answers with JSON on stdout."""
-    request = json.dumps({"kind": kind, "mode": mode, "protocol": asdict(protocol)})
+    pytest owns) and answers with JSON on stdout: {op: {mode: OpRun}, PROBE: [ops/s]}."""
+    request = json.dumps({"kind": kind, "state_kind": state_kind, "protocol": asdict(protocol)})
     code = ("import json, os, sys; sys.path[:0] = json.loads(os.environ['STATEBENCH_PEROP_PATH']);"
             " from bench.flink_ops import _worker_main; _worker_main()")
     # asv imports this package through its own finder, not sys.path: the package's parent goes
@@ -302,43 +376,52 @@ def statebench_process(kind: str, mode: str, protocol: Protocol) -> dict[str, Op
                           text=True, env=env, check=False)
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
-        raise RuntimeError(f"the statebench per-op worker ({kind}, TTL {mode}) exited with "
-                           f"{proc.returncode}: {tail[0]}")
-    return {op: OpRun(**r) for op, r in json.loads(proc.stdout).items()}
+        raise RuntimeError(f"the statebench per-op worker ({kind}, {state_kind} state) exited "
+                           f"with {proc.returncode}: {tail[0]}")
+    got = json.loads(proc.stdout)
+    return {op: ({mode: OpRun(**r) for mode, r in modes.items()} if op != PROBE else modes)
+            for op, modes in got.items()}
 
 
 def _worker_main() -> None:
     """Entry point of a worker process: a request on stdin, the OpRuns as JSON on stdout."""
     req = json.loads(sys.stdin.read())
-    json.dump(statebench_worker(req["kind"], req["mode"], req["protocol"]), sys.stdout)
+    json.dump(statebench_worker(req["kind"], req["state_kind"], req["protocol"]), sys.stdout)
 
 
 # ------------------------------------------------------------------------- the suite
-#: (side, backend, TTL mode, op) -> one OpRun per fork / worker.
+#: (side, backend, TTL mode, op) -> one OpRun per fork / worker. The i-th values of two modes
+#: of one (side, backend, op) and one process were measured in the same round.
 Measurements = dict[tuple[str, str, str, str], list[OpRun]]
 
 
 def measure(protocol: Protocol, kinds: Iterable[str] = KINDS,
-            progress: Callable[[str], None] | None = None) -> Measurements:
-    """Every (backend, TTL mode, op) on both sides, forks and workers interleaved over the TTL
-    modes. Raises FlinkUnavailableError when Flink's lanes cannot run here."""
+            progress: Callable[[str], None] | None = None
+            ) -> tuple[Measurements, list[list[float]]]:
+    """Every (backend, TTL mode, op) on both sides, forks and workers of the two sides
+    interleaved, and each worker's machine probe rates. Raises FlinkUnavailableError when
+    Flink's lanes cannot run here."""
     from backends.flink.lanes import check_available
 
     check_available()
     out: Measurements = {}
+    probes: list[list[float]] = []
     for kind in kinds:
         for i in range(max(protocol.forks, protocol.workers)):
-            for mode in MODES:
-                if i < protocol.forks:
-                    for one in OPS:
-                        for op, run in flink_fork(kind, mode, protocol, (one,)).items():
-                            out.setdefault(("flink", kind, mode, op), []).append(run)
-                if i < protocol.workers:
-                    for op, run in statebench_process(kind, mode, protocol).items():
-                        out.setdefault(("statebench", kind, mode, op), []).append(run)
-                if progress is not None:
-                    progress(f"{kind} {mode} round {i + 1}")
-    return out
+            if i < protocol.forks:
+                for op in OPS:
+                    for mode, run in flink_fork(kind, op, protocol).items():
+                        out.setdefault(("flink", kind, mode, op), []).append(run)
+            if i < protocol.workers:
+                for state_kind in OPS_OF_STATE:
+                    got = statebench_process(kind, state_kind, protocol)
+                    probes.append(got.pop(PROBE))
+                    for op, modes in got.items():
+                        for mode, run in modes.items():
+                            out.setdefault(("statebench", kind, mode, op), []).append(run)
+            if progress is not None:
+                progress(f"{kind} round {i + 1}")
+    return out, probes
 
 
 def protocol_json(protocol: Protocol) -> dict[str, Any]:

@@ -8,7 +8,7 @@ Run (from the repository root, with the ``flink`` extra and a JDK)::
 ``run`` measures (bench/flink_ops.py), prints the table and writes the document; ``compare``
 prints how many verdicts the runs share and how far each median moved between them.
 
-Document (schema ``statebench-perop-1``)::
+Document (schema ``statebench-perop-2``)::
 
     {"schema", "created", "protocol": {...}, "load": {"before": [1, 5, 15 min], "after": [...]},
      "clock": "cpu"|"wall",
@@ -16,8 +16,9 @@ Document (schema ``statebench-perop-1``)::
                 "median", "ci_low", "ci_high", "mean", "stdev", "min", "max", "n", "groups",
                 "unstable", "unstable_reasons", "steady",
                 "wall": {these numbers by wall clock}, "cpu": {... by process CPU time},
-                "values": {"wall": [[ops/s per value] per process], "cpu": [...],
+                "values": {"wall": [[ops/s per round] per process], "cpu": [...],
                            "warmup": [[warm-up rates] per process]}}],
+     "machine_probe": {the same numbers for a plain dict loop, "values": [[...] per worker]},
      "cells": [{"backend", "ttl": "on"|"on_no_bg", "op",
                 "flink_ttl_over_off": {"value", "ci_low", "ci_high"},
                 "statebench_ttl_over_off": {...},
@@ -32,10 +33,16 @@ spanned 5.6 k-47 k ops/s while its CPU-time rates spanned 168 k-181 k. JMH and p
 dedicated machine (pyperf's docs ask for isolated CPUs); where there is one, ``--clock wall``
 gives their exact measure.
 
-A cell's ratio is statebench's relative cost of TTL over Flink's, (sb_on / sb_off) /
-(flink_on / flink_off) of median rates: 1 means the same relative cost; a cell "agrees" when its
-whole 95% interval lies within 1.5x either way, "disagrees" when it lies wholly outside, and is
-"undecided" when it straddles an edge. A cell is unstable when any of its four rate series is.
+A cell's ratio is statebench's relative cost of TTL over Flink's. Each side's relative cost is
+the median of per-round ratios on / off, both modes measured in the same round of the same
+process (bench/flink_ops.py); the cell's ratio is statebench's over Flink's: 1 means the same
+relative cost. A cell "agrees" when its whole 95% interval lies within 1.5x either way,
+"disagrees" when it lies wholly outside, and is "undecided" when it straddles an edge. A cell is
+unstable when any of its four rate series is.
+
+Absolute rates move with the machine: ``machine_probe`` is a plain dict loop timed by every
+statebench worker before and after its ops, and ``compare`` sets the medians' moves beside the
+probe's.
 """
 
 from __future__ import annotations
@@ -61,7 +68,7 @@ from bench.flink_ops import (
     protocol_json,
 )
 
-SCHEMA = "statebench-perop-1"
+SCHEMA = "statebench-perop-2"
 BAND = 1.5
 TTL_MODES = ("on", "on_no_bg")
 
@@ -71,7 +78,8 @@ def _series(runs: list, clock: str) -> list[list[float]]:
 
 
 def document(m: Measurements, protocol: Protocol, load_before: Sequence[float],
-             load_after: Sequence[float], clock: str = "cpu") -> dict[str, Any]:
+             load_after: Sequence[float], clock: str = "cpu",
+             probes: Sequence[Sequence[float]] = ()) -> dict[str, Any]:
     """The JSON document of one run of the suite (see the module docstring)."""
     rates = []
     for (side, kind, mode, op), runs in sorted(m.items()):
@@ -92,20 +100,22 @@ def document(m: Measurements, protocol: Protocol, load_before: Sequence[float],
                 s_on, s_off = (_series(m[("statebench", kind, t, op)], clock)
                                for t in (mode, "off"))
                 f_on, f_off = (_series(m[("flink", kind, t, op)], clock) for t in (mode, "off"))
-                ratio = st.ratio_of_ratios(s_on, s_off, f_on, f_off, BAND)
+                ratio = st.ratio_of_paired(s_on, s_off, f_on, f_off, BAND)
                 cells.append({
                     "backend": kind, "ttl": mode, "op": op,
-                    "flink_ttl_over_off": _plain(st.simple_ratio(f_on, f_off)),
-                    "statebench_ttl_over_off": _plain(st.simple_ratio(s_on, s_off)),
+                    "flink_ttl_over_off": _plain(st.paired_ratio(f_on, f_off)),
+                    "statebench_ttl_over_off": _plain(st.paired_ratio(s_on, s_off)),
                     "ratio": _plain(ratio), "band": [round(1 / BAND, 4), BAND],
                     "verdict": ratio.verdict,
                     "unstable": any(unstable[(side, kind, t, op)]
                                     for side in ("flink", "statebench") for t in (mode, "off")),
                 })
+    probe = ({**st.summarise(probes).to_json(), "values": [list(p) for p in probes]}
+             if probes else None)
     return {"schema": SCHEMA, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "protocol": protocol_json(protocol), "clock": clock, "cpus": os.cpu_count(),
             "load": {"before": list(load_before), "after": list(load_after)},
-            "rates": rates, "cells": cells}
+            "rates": rates, "machine_probe": probe, "cells": cells}
 
 
 def _plain(r: st.Ratio) -> dict[str, float]:
@@ -123,9 +133,11 @@ def format_document(doc: dict[str, Any]) -> list[str]:
     """The printout: every rate with its interval and the unstable flag, then every cell."""
     p = doc["protocol"]
     lines = [
-        f"per-op rates, protocol {p['name']} (Flink: {p['forks']} forks x {p['jvm_iterations']} x "
-        f"{p['jvm_iteration_ms']} ms after warm-up until steady; statebench: {p['workers']} "
-        f"workers x {p['py_values']} values >= {p['py_min_value_s'] * 1000:.0f} ms), "
+        f"per-op rates, protocol {p['name']} (Flink: {p['forks']} forks per op x "
+        f"{p['jvm_iterations']} rounds x {p['jvm_iteration_ms']} ms after >= "
+        f"{p['jvm_warmup_min']} warm-up rounds, then until steady; statebench: {p['workers']} "
+        f"workers x {p['py_values']} rounds of values >= {p['py_min_value_s'] * 1000:.0f} ms; "
+        f"TTL modes side by side in every round), "
         f"{p['keys']:,} keys, clock {doc['clock']}, load {doc['load']['before'][0]:.2f} -> "
         f"{doc['load']['after'][0]:.2f}",
         f"{'side':10} {'backend':8} {'ttl':9} {'op':13} {'median':>10} {'95% CI':>21}  flags",
@@ -139,8 +151,14 @@ def format_document(doc: dict[str, Any]) -> list[str]:
         lines.append(f"{r['side']:10} {r['backend']:8} {r['ttl']:9} {r['op']:13} "
                      f"{_si(r['median']):>10} {_si(r['ci_low']):>10}-{_si(r['ci_high']):<10} "
                      f" {', '.join(flags)}")
+    probe = doc.get("machine_probe")
+    if probe:
+        lines.append(f"{'machine':10} {'probe':8} {'':9} {'dict_update':13} "
+                     f"{_si(probe['median']):>10} {_si(probe['ci_low']):>10}-"
+                     f"{_si(probe['ci_high']):<10}  (a plain dict loop: the machine's speed)")
     lines.append("")
-    lines.append(f"TTL's relative cost, statebench over Flink (agree: 95% CI within {BAND}x)")
+    lines.append(f"TTL's relative cost (median per-round on/off ratio), statebench over Flink "
+                 f"(agree: 95% CI within {BAND}x)")
     lines.append(f"{'backend':8} {'ttl':9} {'op':13} {'flink on/off':>12} {'sb on/off':>10} "
                  f"{'ratio':>6} {'95% CI':>13}  verdict")
     for c in doc["cells"]:
@@ -158,8 +176,9 @@ def format_document(doc: dict[str, Any]) -> list[str]:
 
 
 def compare(docs: Sequence[dict[str, Any]], max_move: float = 0.25) -> dict[str, Any]:
-    """Repeatability of runs of the suite: cells whose verdict is the same in every run, and the
-    largest move of each rate median between runs (max / min - 1)."""
+    """Repeatability of runs of the suite: cells whose verdict is the same in every run, the
+    largest move of each rate median between runs (max / min - 1), the same for each cell's
+    ratio, and the machine probe's move beside them."""
     def cell_key(c: dict) -> tuple:
         return c["backend"], c["ttl"], c["op"]
 
@@ -177,12 +196,21 @@ def compare(docs: Sequence[dict[str, Any]], max_move: float = 0.25) -> dict[str,
     complete = {k: v for k, v in verdicts.items() if len(v) == len(docs)}
     same = [k for k, v in complete.items() if len(set(v)) == 1]
     moves = {k: st.relative_move(v) for k, v in medians.items() if len(v) == len(docs)}
+    ratios: dict[tuple, list[float]] = {}
+    for doc in docs:
+        for c in doc["cells"]:
+            ratios.setdefault(cell_key(c), []).append(c["ratio"]["value"])
+    ratio_moves = [st.relative_move(v) for v in ratios.values() if len(v) == len(docs)]
+    probes = [d["machine_probe"]["median"] for d in docs if d.get("machine_probe")]
     return {
         "runs": len(docs), "cells": len(complete), "same_verdict": len(same),
         "flipped": {"/".join(k): v for k, v in complete.items() if len(set(v)) > 1},
         "max_median_move": max(moves.values()) if moves else 0.0,
         "medians_over_limit": {"/".join(k): round(v, 3) for k, v in moves.items()
                                if v > max_move},
+        "max_cell_ratio_move": max(ratio_moves) if ratio_moves else 0.0,
+        "machine_probe_medians": probes,
+        "machine_probe_move": st.relative_move(probes) if len(probes) == len(docs) else None,
         "loads": [d["load"] for d in docs],
     }
 
@@ -205,8 +233,9 @@ def _load() -> list[float]:
 
 def run(protocol: Protocol, out: Path | None, clock: str = "cpu") -> dict[str, Any]:
     before = _load()
-    m = measure(protocol, progress=lambda s: print(f"  measured {s}", file=sys.stderr, flush=True))
-    doc = document(m, protocol, before, _load(), clock)
+    m, probes = measure(protocol, progress=lambda s: print(f"  measured {s}", file=sys.stderr,
+                                                           flush=True))
+    doc = document(m, protocol, before, _load(), clock, probes)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(out.name + ".tmp")

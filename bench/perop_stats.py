@@ -132,29 +132,41 @@ def verdict(lo: float, hi: float, band: float) -> str:
     return "undecided"
 
 
-def ratio_of_ratios(num_on: Groups, num_off: Groups, den_on: Groups, den_off: Groups,
+def paired_ratios(on: Groups, off: Groups) -> list[list[float]]:
+    """Per-round ratios on / off: the j-th values of one process's two series were measured in
+    the same round (bench/flink_ops.py), so each ratio cancels what the machine did then."""
+    if len(on) != len(off):
+        raise ValueError(f"paired series need the same processes: {len(on)} against {len(off)}")
+    out = []
+    for g_on, g_off in zip(on, off):
+        if len(g_on) != len(g_off):
+            raise ValueError("paired series need the same rounds in every process")
+        out.append([a / b for a, b in zip(g_on, g_off)])
+    return out
+
+
+def _median(groups: Groups) -> float:
+    return statistics.median(_array(groups).ravel().tolist())
+
+
+def paired_ratio(on: Groups, off: Groups) -> Ratio:
+    """The median per-round ratio on / off with its hierarchical bootstrap interval (no band:
+    verdict "n/a")."""
+    ratios = paired_ratios(on, off)
+    lo, hi = _interval(bootstrap_medians(ratios))
+    return Ratio(_median(ratios), lo, hi, "n/a")
+
+
+def ratio_of_paired(num_on: Groups, num_off: Groups, den_on: Groups, den_off: Groups,
                     band: float) -> Ratio:
-    """(num_on / num_off) / (den_on / den_off) of medians, e.g. statebench's relative cost of TTL
-    over Flink's. Each series is resampled on its own (they come from different processes);
-    the interval is the percentile interval of the replicated ratio."""
+    """paired_ratio(num_on, num_off) / paired_ratio(den_on, den_off) with its interval and
+    verdict against `band`, e.g. statebench's relative cost of TTL over Flink's. The two sides
+    come from different processes and are resampled independently."""
     rng = np.random.default_rng(SEED)
-    reps = [bootstrap_medians(g, rng=rng) for g in (num_on, num_off, den_on, den_off)]
-    replicated = (reps[0] / reps[1]) / (reps[2] / reps[3])
-    meds = [statistics.median(_array(g).ravel().tolist()) for g in (num_on, num_off, den_on,
-                                                                     den_off)]
-    value = (meds[0] / meds[1]) / (meds[2] / meds[3])
+    num, den = paired_ratios(num_on, num_off), paired_ratios(den_on, den_off)
+    replicated = bootstrap_medians(num, rng=rng) / bootstrap_medians(den, rng=rng)
     lo, hi = _interval(replicated)
-    return Ratio(value, lo, hi, verdict(lo, hi, band))
-
-
-def simple_ratio(num: Groups, den: Groups) -> Ratio:
-    """num / den of medians with its interval (no band: verdict "n/a")."""
-    rng = np.random.default_rng(SEED)
-    a, b = bootstrap_medians(num, rng=rng), bootstrap_medians(den, rng=rng)
-    value = statistics.median(_array(num).ravel().tolist()) / statistics.median(
-        _array(den).ravel().tolist())
-    lo, hi = _interval(a / b)
-    return Ratio(value, lo, hi, "n/a")
+    return Ratio(_median(num) / _median(den), lo, hi, verdict(lo, hi, band))
 
 
 def relative_move(values: Sequence[float]) -> float:

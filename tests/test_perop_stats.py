@@ -39,15 +39,35 @@ def test_interval_holds_the_median_repeats_and_keeps_between_process_spread() ->
     assert (s.ci_high - s.ci_low) > 10 * (a.ci_high - a.ci_low)
 
 
-def test_ratio_of_ratios_of_equal_relative_costs_agrees() -> None:
+def test_ratio_of_paired_ratios_of_equal_relative_costs_agrees() -> None:
     off = [[1000.0, 1001.0, 999.0]] * 2
     on = [[500.0, 500.5, 499.5]] * 2
-    r = st.ratio_of_ratios(on, off, [[v * 3 for v in g] for g in on],
+    r = st.ratio_of_paired(on, off, [[v * 3 for v in g] for g in on],
                            [[v * 3 for v in g] for g in off], 1.5)
     assert r.value == pytest.approx(1.0)
     assert r.verdict == "agree"
-    far = st.ratio_of_ratios([[100.0, 101.0]] * 2, off, on, off, 1.5)  # 5x dearer here
+    far = st.ratio_of_paired([[100.0, 101.0, 99.0]] * 2, off, on, off, 1.5)  # 5x dearer here
     assert far.verdict == "disagree" and far.ci_high < 1 / 1.5
+
+
+def test_pairing_cancels_what_the_machine_did_in_a_round() -> None:
+    """The machine runs at 1x, 0.5x and 0.8x in three rounds, alike for both modes: the
+    per-round ratio is TTL's cost alone, while the rates themselves spread 2x."""
+    speed = [[1.0, 0.5, 0.8], [0.6, 1.0, 0.7]]
+    off = [[1e6 * s for s in g] for g in speed]
+    on = [[4e5 * s for s in g] for g in speed]
+    r = st.paired_ratio(on, off)
+    assert r.value == pytest.approx(0.4)
+    assert r.ci_high - r.ci_low == pytest.approx(0.0, abs=1e-12)
+    rates = st.summarise(off)
+    assert rates.ci_high / rates.ci_low > 1.4
+
+
+def test_paired_series_must_have_the_same_rounds() -> None:
+    with pytest.raises(ValueError, match="same processes"):
+        st.paired_ratios([[1.0]], [[1.0], [1.0]])
+    with pytest.raises(ValueError, match="same rounds"):
+        st.paired_ratios([[1.0, 2.0]], [[1.0]])
 
 
 def _measurements(scale: float) -> dict:
@@ -67,7 +87,8 @@ def _measurements(scale: float) -> dict:
 
 
 def test_document_shape_printout_and_compare() -> None:
-    doc = document(_measurements(1.0), LEAN, [1.0, 1.0, 1.0], [2.0, 1.5, 1.0])
+    doc = document(_measurements(1.0), LEAN, [1.0, 1.0, 1.0], [2.0, 1.5, 1.0],
+                   probes=[[5e6, 5.1e6], [4.9e6, 5e6]])
     assert doc["schema"] == SCHEMA and doc["clock"] == "cpu"
     assert len(doc["rates"]) == 2 * len(KINDS) * len(MODES) * len(OPS)
     assert len(doc["cells"]) == 28
@@ -76,8 +97,13 @@ def test_document_shape_printout_and_compare() -> None:
     assert cell["verdict"] == "agree"  # both sides lose the same 60% to TTL
     lines = format_document(doc)
     assert any("28 of 28" in line or "28 agree" in line for line in lines)
-    slower = document(_measurements(0.7), LEAN, [1.0] * 3, [1.0] * 3)
+    assert any("dict_update" in line for line in lines)
+    assert doc["machine_probe"]["median"] == pytest.approx(5e6, rel=0.02)
+    slower = document(_measurements(0.7), LEAN, [1.0] * 3, [1.0] * 3,
+                      probes=[[3.5e6, 3.5e6], [3.5e6, 3.5e6]])
     report = compare([doc, doc, slower])
     assert report["same_verdict"] == 28
     assert report["max_median_move"] == pytest.approx(1 / 0.7 - 1, rel=0.1)
     assert len(report["medians_over_limit"]) == len(doc["rates"])  # every median moved 43%
+    assert report["max_cell_ratio_move"] < 0.1  # TTL's relative cost did not move
+    assert report["machine_probe_move"] == pytest.approx(1 / 0.7 - 1, rel=0.05)

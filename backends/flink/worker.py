@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,8 @@ _Q = struct.Struct(">Bq")
 _BH = struct.Struct(">BH")
 _OPEN = struct.Struct(">BBBiii")
 _OPEN_TAIL = struct.Struct(">qqBi")
-_BENCH_TAIL = struct.Struct(">Hiiii")
+_BENCH_TAIL = struct.Struct(">iiiii")
+_H = struct.Struct(">H")
 _STDERR_TAIL = 4000
 MAX_FRAME = 1 << 30
 
@@ -178,13 +179,23 @@ class Batch:
                                      "in_place_bytes": r[4]})
         return self
 
-    def bench(self, state: FlinkState, op: str, keys: int = 20_000, warmup: int = 2,
-              rounds: int = 5, round_ms: int = 100) -> Batch:
-        """Flink's own per-op rate loop inside the JVM. Result: ops/s per measured round."""
+    def bench(self, state: FlinkState | Sequence[FlinkState], op: str, keys: int = 20_000,
+              warmup: int = 2, rounds: int = 5, round_ms: int = 100,
+              min_warmup: int = 2) -> Batch:
+        """Flink's own per-op rate loop inside the JVM (statebench.flink.Bench): warm-up rounds
+        (at least `min_warmup`, then until steady, at most `warmup`), then `rounds` measured
+        rounds of `round_ms` per state. Several states are measured side by side, one iteration
+        each per round. Result: one dict per state (rates, cpu_rates, warmup, steady), or that
+        dict alone when one state was given."""
+        many = not isinstance(state, FlinkState)
+        states = list(state) if many else [state]
         self._buf.append(wire.BENCH)
         wire.put_str(self._buf, op)
-        self._buf += _BENCH_TAIL.pack(state.sid, keys, warmup, rounds, round_ms)
-        self._expect(None)
+        self._buf += _H.pack(len(states))
+        for s in states:
+            self._buf += _H.pack(s.sid)
+        self._buf += _BENCH_TAIL.pack(keys, min_warmup, warmup, rounds, round_ms)
+        self._expect(None if many else (lambda r: r[0]))
         return self
 
     def raw(self, encoded: bytes, reads: int = 0) -> Batch:

@@ -228,3 +228,24 @@ def test_hung_worker_times_out_instead_of_hanging() -> None:
                                  round_ms=60_000).flush()
         with pytest.raises(FlinkWorkerError):
             worker.batch().set_key(1).flush()  # the killed JVM stays an error, not a hang
+
+
+def test_bench_measures_several_states_side_by_side() -> None:
+    """Bench's rounds: every state gets one iteration per round, so each state has as many
+    measured values as rounds and as many warm-up values as the others, between min_warmup and
+    warmup; one state alone still answers with its own dict."""
+    with FlinkWorker("heap") as worker:
+        b = worker.batch()
+        plain = b.register(_value("plain"))
+        ttl = b.register(_value("ttl", B.StateTtlConfig.new_builder(60_000).build()))
+        b.bench([plain, ttl], "value_update", keys=100, min_warmup=3, warmup=4, rounds=2,
+                round_ms=1)
+        one = b.bench(plain, "value_get", keys=100, warmup=0, rounds=1, round_ms=1)
+        (both, single) = one.flush()
+    assert len(both) == 2
+    for r in both:
+        assert len(r["rates"]) == len(r["cpu_rates"]) == 2
+        assert 3 <= len(r["warmup"]) <= 4
+        assert all(x > 0 for x in r["rates"])
+    assert len(both[0]["warmup"]) == len(both[1]["warmup"])  # warmed up in the same rounds
+    assert isinstance(single, dict) and len(single["rates"]) == 1 and single["warmup"] == []

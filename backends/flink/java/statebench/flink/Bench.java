@@ -12,29 +12,48 @@ import java.util.Map;
 import java.util.Random;
 
 /**
- * Flink's own per-op rates, JMH style but inside the worker: warm-up iterations until the rate is
- * steady (at most {@code warmup} of them), then measured iterations of a fixed wall time each.
+ * Flink's own per-op rates, JMH style but inside the worker, for one op on one or more states
+ * measured side by side (TTL off, on, on without background cleanup: bench/flink_ops.py).
  *
- * <p>The result is a map: {@code rates} (ops/s per measured iteration, wall clock, as JMH),
- * {@code cpu_rates} (ops per second of this process's CPU time, which includes the GC and JIT
- * threads, over the same iterations; a shared machine's descheduling does not count there),
+ * <p>Rounds: in every round each state runs one iteration of a fixed wall time, the states in an
+ * order rotated by one each round (so no state always runs right after a list refill or first
+ * after a GC-heavy neighbour). A state's rate is thus measured at the same moments as the
+ * others', and a ratio of two states' rates in one round cancels what the machine did in that
+ * round. The first {@code minWarmup} rounds are warm-up; warm-up goes on until every state's last
+ * two warm-up iterations are within {@link #STEADY} of each other by CPU time, or {@code warmup}
+ * rounds have run. (A steadiness check alone stops too early: Flink's heap TTL value update sits
+ * at 5.3 M ops/s for 2 s before HotSpot's final compilation takes it to 8 M.)
+ *
+ * <p>Before the first round the heap is collected in full, outside the timed window, so the
+ * states' objects lie in the order a full collection leaves them, the same in every fork (Flink's
+ * heap list get measured 4.9 M ops/s in one fork and 11.3 M in the next without it). It is not
+ * collected before every iteration (JMH's {@code -gc true}): that would leave out the young
+ * collections TTL's new TtlValue objects cause, part of what TTL costs on the heap (a TTL map
+ * put ran at 0.45 M ops/s with a collection before each 250 ms iteration and 0.16-0.5 M
+ * without).
+ *
+ * <p>The result is one map per state: {@code rates} (ops/s per measured iteration, wall clock, as
+ * JMH), {@code cpu_rates} (ops per second of this process's CPU time, which includes the GC and
+ * JIT threads, over the same iterations; a shared machine's descheduling does not count there),
  * {@code warmup} (the warm-up iterations' CPU-time rates) and {@code steady} (whether the
- * warm-up ended because two consecutive iterations were within {@link #STEADY} of each other by
- * CPU time rather than because it ran out). A fresh JVM per fork is the caller's job (bench/flink_ops.py).
+ * warm-up ended because the rates settled rather than because it ran out). A fresh JVM per fork
+ * is the caller's job.
  *
  * <p>Ops (long keys 0..keys-1 in a seeded shuffled order, LONG values; maps hold 10 user keys per
  * key): value_update, value_get, list_add, list_get (get and consume), map_put, map_get,
  * map_iterate (counted per entry, as flink-benchmarks' @OperationsPerInvocation(10)). A state is
- * filled untimed before its first op's first iteration (one value / one element / ten entries per
- * key; value and map ops keep those sizes), lists before each list op and before every list_add
- * iteration, so list lengths stay bounded as in flink-benchmarks' per-iteration setup.
+ * filled untimed before the first round (one value / one element / ten entries per key; value
+ * and map ops keep those sizes), lists again before every list_add iteration, so list lengths
+ * stay bounded as in flink-benchmarks' per-iteration setup.
+ *
+ * <p>The states share the loop's call sites, so a call site sees two state classes (a
+ * TtlValueState and a HeapValueState, say) where a JMH fork per state sees one: HotSpot inlines
+ * both behind a type check (bimorphic inlining), a nanosecond against the op's hundred or more.
  */
 final class Bench {
     static final int MAP_KEYS = 10;
-    /** Warm-up is over when two consecutive iterations' rates differ by at most this share. */
+    /** Warm-up is over when each state's last two iterations differ by at most this share. */
     static final double STEADY = 0.05;
-    /** Warm-up iterations before the steadiness check may end the warm-up. */
-    static final int MIN_WARMUP = 2;
     /** States already filled (Registered has identity equality; weak: a reset drops them). */
     private static final java.util.Set<FlinkBackend.Registered> FILLED =
             java.util.Collections.newSetFromMap(new java.util.WeakHashMap<>());
@@ -43,99 +62,133 @@ final class Bench {
 
     private Bench() {}
 
-    static Map<String, Object> run(FlinkBackend fb, FlinkBackend.Registered r, String op,
-                                   int keys, int warmup, int rounds, int roundMs)
-            throws Exception {
+    /** The inputs every iteration draws from: keys in a seeded shuffled order, values, map keys. */
+    private static final class Inputs {
+        final Long[] keyObjs;
+        final int[] order;
+        final Long[] values = new Long[1024];
+        final Long[] mapKeys = new Long[MAP_KEYS];
+
+        Inputs(int keys) {
+            keyObjs = new Long[keys];
+            order = new int[keys];
+            for (int i = 0; i < keys; i++) {
+                keyObjs[i] = (long) i;
+                order[i] = i;
+            }
+            Random rnd = new Random(42);
+            for (int i = keys - 1; i > 0; i--) {
+                int j = rnd.nextInt(i + 1);
+                int t = order[i];
+                order[i] = order[j];
+                order[j] = t;
+            }
+            for (int i = 0; i < values.length; i++) {
+                values[i] = rnd.nextLong() % 1_000_000L;
+            }
+            for (int i = 0; i < MAP_KEYS; i++) {
+                mapKeys[i] = (long) i;
+            }
+        }
+    }
+
+    static List<Map<String, Object>> run(FlinkBackend fb, List<FlinkBackend.Registered> states,
+                                         String op, int keys, int minWarmup, int warmup,
+                                         int rounds, int roundMs) throws Exception {
         if (fb.options.stringKeys) {
             throw new IllegalArgumentException("the in-JVM benchmark needs a worker with long keys");
         }
-        Long[] keyObjs = new Long[keys];
-        int[] order = new int[keys];
-        for (int i = 0; i < keys; i++) {
-            keyObjs[i] = (long) i;
-            order[i] = i;
-        }
-        Random rnd = new Random(42);
-        for (int i = keys - 1; i > 0; i--) {
-            int j = rnd.nextInt(i + 1);
-            int t = order[i];
-            order[i] = order[j];
-            order[j] = t;
-        }
-        Long[] values = new Long[1024];
-        for (int i = 0; i < values.length; i++) {
-            values[i] = rnd.nextLong() % 1_000_000L;
-        }
-        Long[] mapKeys = new Long[MAP_KEYS];
-        for (int i = 0; i < MAP_KEYS; i++) {
-            mapKeys[i] = (long) i;
-        }
+        Inputs in = new Inputs(keys);
         com.sun.management.OperatingSystemMXBean os =
                 (com.sun.management.OperatingSystemMXBean)
                         ManagementFactory.getOperatingSystemMXBean();
-        List<Object> warm = new ArrayList<>();
-        List<Object> rates = new ArrayList<>();
-        List<Object> cpuRates = new ArrayList<>();
+        int n = states.size();
+        List<List<Double>> warm = new ArrayList<>();
+        List<List<Double>> rates = new ArrayList<>();
+        List<List<Double>> cpuRates = new ArrayList<>();
+        for (FlinkBackend.Registered r : states) {
+            // filled once per state and JVM (value and map ops leave the sizes as they were);
+            // lists before every list op
+            if (r.kind == FlinkBackend.LIST || FILLED.add(r)) {
+                setup(fb, r, in);
+            }
+            warm.add(new ArrayList<>());
+            rates.add(new ArrayList<>());
+            cpuRates.add(new ArrayList<>());
+        }
+        // RocksDB: every op starts on a flushed, compacted DB (reads from SST files, no
+        // compaction left running whose CPU would land on the measured iterations)
+        fb.flush();
+        fb.compact();
+        System.gc();  // the filled states compacted into the old generation, in one order
         int perInvocation = op.equals("map_iterate") ? MAP_KEYS : 1;
         boolean warming = warmup > 0;
         boolean steady = warmup == 0;
-        int iteration = 0;
-        while (rates.size() < rounds) {
-            // filled once per state and JVM (value and map ops leave the sizes as they were);
-            // lists before every list op's first iteration and every list_add iteration
-            boolean list = r.kind == FlinkBackend.LIST;
-            if ((iteration == 0 && (list || FILLED.add(r))) || op.equals("list_add")) {
-                setup(fb, r, keyObjs, values, mapKeys);
-            }
-            if (iteration == 0) {
-                // RocksDB: every op starts on a flushed, compacted DB (reads from SST files, no
-                // compaction left running whose CPU would land on the measured iterations)
-                fb.flush();
-                fb.compact();
-            }
-            iteration++;
-            long deadline = (long) roundMs * 1_000_000L;
-            long count = 0;
-            int pos = 0;
-            long acc = 0;
-            long cpuStart = os.getProcessCpuTime();
-            long start = System.nanoTime();
-            long elapsed;
-            do {
-                for (int j = 0; j < 256; j++) {
-                    int k = order[pos];
-                    pos = pos + 1 == keys ? 0 : pos + 1;
-                    fb.backend.setCurrentKey(keyObjs[k]);
-                    Long v = values[(int) (count + j) & 1023];
-                    acc += one(r, op, v, mapKeys[(int) ((count + j) % MAP_KEYS)]);
+        for (int round = 0; rates.get(0).size() < rounds; round++) {
+            for (int s = 0; s < n; s++) {
+                int i = (round + s) % n;
+                FlinkBackend.Registered r = states.get(i);
+                if (op.equals("list_add")) {
+                    setup(fb, r, in);
                 }
-                count += 256;
-                elapsed = System.nanoTime() - start;
-            } while (elapsed < deadline);
-            long cpu = os.getProcessCpuTime() - cpuStart;
-            sink += acc;
-            double rate = count * perInvocation * 1e9 / elapsed;
-            double cpuRate = cpu > 0 ? count * perInvocation * 1e9 / cpu : rate;
-            if (warming) {
+                long[] timed = iteration(fb, r, op, in, keys, roundMs, os);
+                double rate = timed[0] * perInvocation * 1e9 / timed[1];
+                double cpuRate = timed[2] > 0 ? timed[0] * perInvocation * 1e9 / timed[2] : rate;
+                if (warming) {
+                    warm.get(i).add(cpuRate);
+                } else {
+                    rates.get(i).add(rate);
+                    cpuRates.get(i).add(cpuRate);
+                }
+            }
+            if (warming && round + 1 >= Math.max(2, minWarmup)) {
                 // steadiness by CPU time: on a shared machine the wall clock never settles
-                warm.add(cpuRate);
-                int n = warm.size();
-                if (n >= MIN_WARMUP) {
-                    double a = (Double) warm.get(n - 2);
-                    steady = Math.abs(cpuRate - a) <= STEADY * Math.max(cpuRate, a);
+                steady = true;
+                for (List<Double> w : warm) {
+                    double a = w.get(w.size() - 2);
+                    double b = w.get(w.size() - 1);
+                    steady &= Math.abs(b - a) <= STEADY * Math.max(a, b);
                 }
-                warming = !steady && n < warmup;
-                continue;
+                warming = !steady && round + 1 < warmup;
             }
-            rates.add(rate);
-            cpuRates.add(cpuRate);
         }
-        Map<String, Object> out = new LinkedHashMap<>();
-        out.put("rates", rates);
-        out.put("cpu_rates", cpuRates);
-        out.put("warmup", warm);
-        out.put("steady", steady);
+        List<Map<String, Object>> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("rates", new ArrayList<Object>(rates.get(i)));
+            m.put("cpu_rates", new ArrayList<Object>(cpuRates.get(i)));
+            m.put("warmup", new ArrayList<Object>(warm.get(i)));
+            m.put("steady", steady);
+            out.add(m);
+        }
         return out;
+    }
+
+    /** One iteration of {@code roundMs}: {ops, wall ns, process CPU ns}. */
+    private static long[] iteration(FlinkBackend fb, FlinkBackend.Registered r, String op,
+                                    Inputs in, int keys, int roundMs,
+                                    com.sun.management.OperatingSystemMXBean os) throws Exception {
+        long deadline = (long) roundMs * 1_000_000L;
+        long count = 0;
+        int pos = 0;
+        long acc = 0;
+        long cpuStart = os.getProcessCpuTime();
+        long start = System.nanoTime();
+        long elapsed;
+        do {
+            for (int j = 0; j < 256; j++) {
+                int k = in.order[pos];
+                pos = pos + 1 == keys ? 0 : pos + 1;
+                fb.backend.setCurrentKey(in.keyObjs[k]);
+                Long v = in.values[(int) (count + j) & 1023];
+                acc += one(r, op, v, in.mapKeys[(int) ((count + j) % MAP_KEYS)]);
+            }
+            count += 256;
+            elapsed = System.nanoTime() - start;
+        } while (elapsed < deadline);
+        long cpu = os.getProcessCpuTime() - cpuStart;
+        sink += acc;
+        return new long[] {count, elapsed, cpu};
     }
 
     @SuppressWarnings("unchecked")
@@ -185,11 +238,11 @@ final class Bench {
     }
 
     @SuppressWarnings("unchecked")
-    private static void setup(FlinkBackend fb, FlinkBackend.Registered r, Long[] keys,
-                              Long[] values, Long[] mapKeys) throws Exception {
-        for (int i = 0; i < keys.length; i++) {
-            fb.backend.setCurrentKey(keys[i]);
-            Long v = values[i & 1023];
+    private static void setup(FlinkBackend fb, FlinkBackend.Registered r, Inputs in)
+            throws Exception {
+        for (int i = 0; i < in.keyObjs.length; i++) {
+            fb.backend.setCurrentKey(in.keyObjs[i]);
+            Long v = in.values[i & 1023];
             switch (r.kind) {
                 case FlinkBackend.VALUE:
                     ((ValueState<Long>) r.state).update(v);
@@ -199,7 +252,7 @@ final class Bench {
                     break;
                 case FlinkBackend.MAP: {
                     MapState<Long, Long> m = (MapState<Long, Long>) r.state;
-                    for (Long mk : mapKeys) {
+                    for (Long mk : in.mapKeys) {
                         m.put(mk, v);
                     }
                     break;

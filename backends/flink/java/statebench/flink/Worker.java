@@ -267,13 +267,18 @@ public final class Worker {
             }
             case BENCH: {
                 String op = in.str();
-                int sid = in.u16();
+                FlinkBackend b = backend();
+                int count = in.u16();
+                List<FlinkBackend.Registered> states = new ArrayList<>();
+                for (int i = 0; i < count; i++) {
+                    states.add(b.state(in.u16(), 0));
+                }
                 int keys = in.i32();
+                int minWarmup = in.i32();
                 int warmup = in.i32();
                 int rounds = in.i32();
                 int roundMs = in.i32();
-                FlinkBackend b = backend();
-                out.result(Bench.run(b, b.state(sid, 0), op, keys, warmup, rounds, roundMs));
+                out.result(Bench.run(b, states, op, keys, minWarmup, warmup, rounds, roundMs));
                 return;
             }
             case FORST_TTL_PROBE: {
