@@ -164,21 +164,21 @@ def flink_fork(kind: str, op: str, protocol: Protocol) -> dict[str, OpRun]:
 
 
 # ------------------------------------------------------------------------- statebench side
-def _fill(backend: B.KeyedStateBackend, states: dict, kind: str, keys: Iterable[int]) -> None:
+def _fill(backend: B.KeyedStateBackend, state: Any, kind: str, keys: Iterable[int]) -> None:
     for k in keys:
         backend.set_current_key(k)
         if kind == "value":
-            states["value"].update(k)
+            state.update(k)
         elif kind == "list":
-            states["list"].update([k])
+            state.update([k])
         else:
-            states["map"].put_all(dict.fromkeys(range(MAP_KEYS), k))
+            state.put_all(dict.fromkeys(range(MAP_KEYS), k))
 
 
-def _loop(backend: B.KeyedStateBackend, states: dict, op: str) -> Callable[[list[int]], int]:
+def _loop(backend: B.KeyedStateBackend, state: Any, op: str) -> Callable[[list[int]], int]:
     """One op per key of `chunk` (map_iterate: one per entry), as the JVM's Bench.one()."""
     sk = backend.set_current_key
-    v, lst, m = states.get("value"), states.get("list"), states.get("map")
+    v = lst = m = state
 
     def value_update(chunk):
         for k in chunk:
@@ -258,7 +258,7 @@ class _Backend:
         self.backend = B.create_backend(kind, clock=B.ManualClock(NOW), **options)
         getter = {"value": self.backend.get_state, "list": self.backend.get_list_state,
                   "map": self.backend.get_map_state}[state_kind]
-        self.states = {mode: {state_kind: getter(descs(mode)[state_kind])} for mode in MODES}
+        self.states = {mode: getter(descs(mode)[state_kind]) for mode in MODES}
         self.keys = keys
         for mode in MODES:
             _fill(self.backend, self.states[mode], state_kind, keys)

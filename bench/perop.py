@@ -40,9 +40,9 @@ relative cost. A cell "agrees" when its whole 95% interval lies within 1.5x eith
 "disagrees" when it lies wholly outside, and is "undecided" when it straddles an edge. A cell is
 unstable when any of its four rate series is.
 
-Absolute rates move with the machine: ``machine_probe`` is a plain dict loop timed by every
-statebench worker before and after its ops, and ``compare`` sets the medians' moves beside the
-probe's.
+Absolute rates move with the machine: ``machine_probe`` is a plain dict loop timed first thing
+in every statebench worker (fresh, before it fills any state), and ``compare`` sets the
+medians' moves beside the probe's.
 """
 
 from __future__ import annotations
