@@ -1,11 +1,11 @@
 """asv: Flink's own per-op rates beside statebench's, measured in the same run, per commit.
 
 `setup_cache` runs the per-op suite's full protocol once (``bench/flink_ops.py``: 3 fresh JVMs
-per backend and op, warm-up of at least 3 s, then until steady, 5 measured 1 s rounds; 6 fresh
-interpreters per backend with calibrated >= 100 ms values; the three TTL modes side by side in
-every round; 100 k keys; the lean one with ``STATEBENCH_PEROP_PROTOCOL=lean asv run ...``) and
-builds its document
-(``bench/perop.py``). The tracks read that document. asv treats larger as worse, so
+per backend, op and TTL mode, warm-up of at least 3 s, then until steady, 5 measured 1 s
+rounds; 6 fresh interpreters per backend and state kind with calibrated >= 100 ms values, the
+three TTL modes side by side in every round; 100 k keys; the lean one with
+``STATEBENCH_PEROP_PROTOCOL=lean asv run ...``) and builds its document (``bench/perop.py``).
+The tracks read that document. asv treats larger as worse, so
 they are times per op and ratios of times:
 
 * ``track_flink_time_per_op`` and ``track_statebench_time_per_op``: 1 / the median rate;
@@ -54,7 +54,8 @@ class FlinkOps:
     params = (list(KINDS), list(MODES), list(OPS))
     param_names = ["backend", "ttl", "op"]
     timeout = 3600
-    version = "flink-ops-3"  # 3: TTL modes side by side in one fork; 2: forks, 100 k keys
+    # 4: one state per fork; 3: modes side by side in one fork; 2: forks, 100 k keys
+    version = "flink-ops-4"
 
     def setup_cache(self) -> dict[str, Any]:
         return _measure()

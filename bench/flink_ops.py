@@ -15,12 +15,14 @@ asv (``bench/bench_flink.py``, the full protocol) and the command line (``python
   process per state kind, as a fresh JVM per Flink op: in a worker that had run the other
   kinds' ops first, the same value get measured 3.7 M in one process and 8.6 M in the next,
   because what a process allocated and freed before decides where its state's objects lie.
-* **The TTL modes side by side.** A fork or worker holds the op's state three times, with TTL
-  off, on and on without background cleanup, in one backend, and every round measures each of
-  them once, in an order rotated each round. What TTL costs is a ratio of two modes' rates; taken
-  in the same round of the same process it cancels what the machine and the process did then.
-  Measured in separate processes minutes apart, the same ratios moved by up to 107% between
-  three quiet runs.
+* **The TTL modes.** What TTL costs is a ratio of two modes' rates (off, on, and on without
+  background cleanup). A statebench worker holds the op's state once per mode in one backend,
+  and every round measures each mode once, in an order rotated each round, so a worker's ratio
+  of mean rates cancels what the machine and the round's position did. A Flink fork holds one
+  state (see `flink_fork`: HotSpot compiles a shared loop for the mix of states it has seen);
+  the forks of an op's three modes run back to back, and the i-th forks of two modes make a
+  pair. Measured in separate processes minutes apart, the same ratios moved by up to 107%
+  between three quiet runs.
 * Both sides run the same ops over the same 100 k keys (performance-anchors.md); on RocksDB every
   op starts on a flushed, compacted DB (reads from SST files, as after a compaction in
   performance-anchors.md; no background compaction left running into the measured values, whose
@@ -81,20 +83,19 @@ class Protocol:
     keys: int = KEYS
 
 
-#: JMH's shape at a size a 2-core machine can afford: 3 forks (as flink-benchmarks), warm-up
-#: of at least 3 s per state, then until steady; 5 measured 1 s iterations; pyperf's 100 ms
-#: values from 6 fresh interpreters.
+#: JMH's shape at a size a 2-core machine can afford: 3 forks per (op, TTL mode) (as
+#: flink-benchmarks), warm-up of at least 3 s, then until steady; 5 measured 1 s iterations;
+#: pyperf's 100 ms values from 6 fresh interpreters, 6 rounds (two full rotations of the modes).
 FULL = Protocol("full", forks=3, jvm_warmup_min=3, jvm_warmup=8, jvm_iterations=5,
-                jvm_iteration_ms=1000, workers=6, py_warmup=1, py_values=5, py_min_value_s=0.1)
-#: CI's: shorter rounds, fewer workers. Three forks still: the Flink side's spread is between
-#: forks (JIT decisions; a heap TTL map get without background cleanup measured 1.0x of no TTL
-#: in one fork and 0.7x in the next), and two of them made intervals that came and went. The
-#: warm-up gives each state at least 1.25 s (HotSpot's last compilation of Flink's heap TTL
-#: value update came after 2.2 s from a cold start, 1.5 s with the heap sized up front; a state
-#: still climbing is flagged not steady). statebench's workers, a fresh one per state kind,
-#: agree with each other within a few percent, so two do.
-LEAN = Protocol("lean", forks=3, jvm_warmup_min=5, jvm_warmup=6, jvm_iterations=3,
-                jvm_iteration_ms=250, workers=2, py_warmup=1, py_values=3, py_min_value_s=0.1)
+                jvm_iteration_ms=1000, workers=6, py_warmup=1, py_values=6, py_min_value_s=0.1)
+#: CI's: shorter rounds. Three forks per (op, mode): a fork of one state repeats within a few
+#: percent without TTL (Flink's heap value update: 21-22 M) and by up to 2x with it (2.1-4.7 M,
+#: JIT and collector timing), and the median of three is what the verdicts stand on. The warm-up
+#: gives a state at least 2 s (HotSpot's last compilation of Flink's heap TTL value update came
+#: after 1.5-2.2 s from a cold start; a state still climbing is flagged not steady). Three
+#: statebench workers per state kind, three rounds (one full rotation of the modes).
+LEAN = Protocol("lean", forks=3, jvm_warmup_min=8, jvm_warmup=12, jvm_iterations=3,
+                jvm_iteration_ms=250, workers=3, py_warmup=1, py_values=3, py_min_value_s=0.1)
 PROTOCOLS = {p.name: p for p in (LEAN, FULL)}
 
 
@@ -142,25 +143,30 @@ class OpRun:
 FORK_HEAP_MB = 1024
 
 
-def flink_fork(kind: str, op: str, protocol: Protocol) -> dict[str, OpRun]:
-    """One fork: a fresh JVM worker measuring one op on the three TTL modes' states side by side.
+def flink_fork(kind: str, op: str, mode: str, protocol: Protocol) -> OpRun:
+    """One fork: a fresh JVM worker measuring one op on one TTL mode's state, as JMH forks per
+    benchmark and flink-benchmarks' state benchmarks hold one state.
 
-    `measure` forks once per op, as JMH forks per benchmark: in one JVM the code HotSpot compiles
-    for an op depends on the ops measured before it (profile pollution), which moved Flink's heap
-    TTL value update between 2.6 M and 8.5 M ops/s within one run."""
+    One state per JVM, not the three modes side by side: HotSpot compiles a call site for the
+    receiver types its profile has seen, so a fork that measured the plain state and the TTL
+    states through one loop compiled code for both, in whichever order its rounds happened to
+    reach the compiler. Flink's heap value update with TTL off measured 7.4-17.5 M ops/s in
+    such forks and 21-22 M in forks of its own; with TTL on, the mixed forks' ratio on / off
+    moved 0.13-0.20 between forks. (Python's interpreter shows no such effect: statebench's
+    workers keep the modes side by side.) For the same reason `measure` forks once per op: in
+    one JVM the code compiled for an op depends on the ops measured before it."""
     from backends.flink import FlinkWorker
 
     with FlinkWorker(kind, heap_mb=FORK_HEAP_MB,
                      java_options=(f"-Xms{FORK_HEAP_MB}m",)) as worker:
         b = worker.batch().set_time(NOW)
-        states = [b.register(descs(mode)[op.split("_")[0]]) for mode in MODES]
-        b.bench(states, op, keys=protocol.keys, min_warmup=protocol.jvm_warmup_min,
+        state = b.register(descs(mode)[op.split("_")[0]])
+        b.bench(state, op, keys=protocol.keys, min_warmup=protocol.jvm_warmup_min,
                 warmup=protocol.jvm_warmup, rounds=protocol.jvm_iterations,
                 round_ms=protocol.jvm_iteration_ms)
-        (results,) = b.flush()
-    return {mode: OpRun(list(r["rates"]), list(r["cpu_rates"]), list(r["warmup"]),
-                        bool(r["steady"]), protocol.jvm_iteration_ms / 1000)
-            for mode, r in zip(MODES, results)}
+        (r,) = b.flush()
+    return OpRun(list(r["rates"]), list(r["cpu_rates"]), list(r["warmup"]), bool(r["steady"]),
+                 protocol.jvm_iteration_ms / 1000)
 
 
 # ------------------------------------------------------------------------- statebench side
@@ -390,8 +396,8 @@ def _worker_main() -> None:
 
 
 # ------------------------------------------------------------------------- the suite
-#: (side, backend, TTL mode, op) -> one OpRun per fork / worker. The i-th values of two modes
-#: of one (side, backend, op) and one process were measured in the same round.
+#: (side, backend, TTL mode, op) -> one OpRun per fork / worker. The i-th OpRuns of two modes
+#: of one (side, backend, op) are a pair: one statebench worker, or Flink forks run back to back.
 Measurements = dict[tuple[str, str, str, str], list[OpRun]]
 
 
@@ -410,8 +416,12 @@ def measure(protocol: Protocol, kinds: Iterable[str] = KINDS,
         for i in range(max(protocol.forks, protocol.workers)):
             if i < protocol.forks:
                 for op in OPS:
-                    for mode, run in flink_fork(kind, op, protocol).items():
-                        out.setdefault(("flink", kind, mode, op), []).append(run)
+                    # one fork per mode, back to back, in an order rotated with i: the i-th
+                    # forks of an op's modes are a pair measured within seconds of each other
+                    for j in range(len(MODES)):
+                        mode = MODES[(i + j) % len(MODES)]
+                        out.setdefault(("flink", kind, mode, op), []).append(
+                            flink_fork(kind, op, mode, protocol))
             if i < protocol.workers:
                 for state_kind in OPS_OF_STATE:
                     got = statebench_process(kind, state_kind, protocol)

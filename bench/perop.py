@@ -8,7 +8,7 @@ Run (from the repository root, with the ``flink`` extra and a JDK)::
 ``run`` measures (bench/flink_ops.py), prints the table and writes the document; ``compare``
 prints how many verdicts the runs share and how far each median moved between them.
 
-Document (schema ``statebench-perop-2``)::
+Document (schema ``statebench-perop-3``)::
 
     {"schema", "created", "protocol": {...}, "load": {"before": [1, 5, 15 min], "after": [...]},
      "clock": "cpu"|"wall",
@@ -16,11 +16,11 @@ Document (schema ``statebench-perop-2``)::
                 "median", "ci_low", "ci_high", "mean", "stdev", "min", "max", "n", "groups",
                 "unstable", "unstable_reasons", "steady",
                 "wall": {these numbers by wall clock}, "cpu": {... by process CPU time},
-                "values": {"wall": [[ops/s per round] per process], "cpu": [...],
+                "values": {"wall": [[ops/s per round] per fork / worker], "cpu": [...],
                            "warmup": [[warm-up rates] per process]}}],
      "machine_probe": {the same numbers for a plain dict loop, "values": [[...] per worker]},
      "cells": [{"backend", "ttl": "on"|"on_no_bg", "op",
-                "flink_ttl_over_off": {"value", "ci_low", "ci_high"},
+                "flink_ttl_over_off": {"value", "ci_low", "ci_high"},  (median over processes)
                 "statebench_ttl_over_off": {...},
                 "ratio": {"value", "ci_low", "ci_high"}, "band": [0.667, 1.5],
                 "verdict": "agree"|"disagree"|"undecided", "unstable": bool}]}
@@ -34,8 +34,9 @@ dedicated machine (pyperf's docs ask for isolated CPUs); where there is one, ``-
 gives their exact measure.
 
 A cell's ratio is statebench's relative cost of TTL over Flink's. Each side's relative cost is
-the median of per-round ratios on / off, both modes measured in the same round of the same
-process (bench/flink_ops.py); the cell's ratio is statebench's over Flink's: 1 means the same
+the median over processes of a process's ratio of mean rates on / off (a statebench worker
+measures every mode in each round; Flink's forks of one op's modes run back to back, one state
+per fork; bench/flink_ops.py); the cell's ratio is statebench's over Flink's: 1 means the same
 relative cost. A cell "agrees" when its whole 95% interval lies within 1.5x either way,
 "disagrees" when it lies wholly outside, and is "undecided" when it straddles an edge. A cell is
 unstable when any of its four rate series is.
@@ -68,7 +69,7 @@ from bench.flink_ops import (
     protocol_json,
 )
 
-SCHEMA = "statebench-perop-2"
+SCHEMA = "statebench-perop-3"
 BAND = 1.5
 TTL_MODES = ("on", "on_no_bg")
 
@@ -100,11 +101,11 @@ def document(m: Measurements, protocol: Protocol, load_before: Sequence[float],
                 s_on, s_off = (_series(m[("statebench", kind, t, op)], clock)
                                for t in (mode, "off"))
                 f_on, f_off = (_series(m[("flink", kind, t, op)], clock) for t in (mode, "off"))
-                ratio = st.ratio_of_paired(s_on, s_off, f_on, f_off, BAND)
+                ratio = st.ratio_of_processes(s_on, s_off, f_on, f_off, BAND)
                 cells.append({
                     "backend": kind, "ttl": mode, "op": op,
-                    "flink_ttl_over_off": _plain(st.paired_ratio(f_on, f_off)),
-                    "statebench_ttl_over_off": _plain(st.paired_ratio(s_on, s_off)),
+                    "flink_ttl_over_off": _plain(st.process_ratio(f_on, f_off)),
+                    "statebench_ttl_over_off": _plain(st.process_ratio(s_on, s_off)),
                     "ratio": _plain(ratio), "band": [round(1 / BAND, 4), BAND],
                     "verdict": ratio.verdict,
                     "unstable": any(unstable[(side, kind, t, op)]
@@ -133,11 +134,11 @@ def format_document(doc: dict[str, Any]) -> list[str]:
     """The printout: every rate with its interval and the unstable flag, then every cell."""
     p = doc["protocol"]
     lines = [
-        f"per-op rates, protocol {p['name']} (Flink: {p['forks']} forks per op x "
+        f"per-op rates, protocol {p['name']} (Flink: {p['forks']} forks per op and mode x "
         f"{p['jvm_iterations']} rounds x {p['jvm_iteration_ms']} ms after >= "
         f"{p['jvm_warmup_min']} warm-up rounds, then until steady; statebench: {p['workers']} "
         f"workers x {p['py_values']} rounds of values >= {p['py_min_value_s'] * 1000:.0f} ms; "
-        f"TTL modes side by side in every round), "
+        f"TTL modes side by side in every round of a worker), "
         f"{p['keys']:,} keys, clock {doc['clock']}, load {doc['load']['before'][0]:.2f} -> "
         f"{doc['load']['after'][0]:.2f}",
         f"{'side':10} {'backend':8} {'ttl':9} {'op':13} {'median':>10} {'95% CI':>21}  flags",
@@ -157,7 +158,7 @@ def format_document(doc: dict[str, Any]) -> list[str]:
                      f"{_si(probe['median']):>10} {_si(probe['ci_low']):>10}-"
                      f"{_si(probe['ci_high']):<10}  (a plain dict loop: the machine's speed)")
     lines.append("")
-    lines.append(f"TTL's relative cost (median per-round on/off ratio), statebench over Flink "
+    lines.append(f"TTL's relative cost (median over processes of on/off), statebench over Flink "
                  f"(agree: 95% CI within {BAND}x)")
     lines.append(f"{'backend':8} {'ttl':9} {'op':13} {'flink on/off':>12} {'sb on/off':>10} "
                  f"{'ratio':>6} {'95% CI':>13}  verdict")

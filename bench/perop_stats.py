@@ -132,41 +132,44 @@ def verdict(lo: float, hi: float, band: float) -> str:
     return "undecided"
 
 
-def paired_ratios(on: Groups, off: Groups) -> list[list[float]]:
-    """Per-round ratios on / off: the j-th values of one process's two series were measured in
-    the same round (bench/flink_ops.py), so each ratio cancels what the machine did then."""
+def process_ratios(on: Groups, off: Groups) -> list[float]:
+    """One ratio on / off per process: the mean of its `on` rates over the mean of its `off`
+    rates. The i-th groups of `on` and `off` come from one process (statebench: one worker
+    holds every TTL mode) or from processes run back to back (Flink: one fork per mode, as JMH
+    forks per benchmark). A process's rounds rotate the modes' order, so over its rounds each
+    mode has been measured in every position of a round, and a mean over them cancels what the
+    position did (on Flink's heap, a map put's per-round ratio alternated between 0.07 and
+    0.17 with its position)."""
     if len(on) != len(off):
         raise ValueError(f"paired series need the same processes: {len(on)} against {len(off)}")
-    out = []
-    for g_on, g_off in zip(on, off):
-        if len(g_on) != len(g_off):
-            raise ValueError("paired series need the same rounds in every process")
-        out.append([a / b for a, b in zip(g_on, g_off)])
-    return out
+    if not all(on) or not all(off):
+        raise ValueError("every process needs at least one value of each mode")
+    return [statistics.fmean(a) / statistics.fmean(b) for a, b in zip(on, off)]
 
 
-def _median(groups: Groups) -> float:
-    return statistics.median(_array(groups).ravel().tolist())
+def _bootstrap_median_of(values: Sequence[float], rng: np.random.Generator) -> np.ndarray:
+    """Medians of REPLICATES resamples of `values` (one value per process) with replacement."""
+    return bootstrap_medians([[v] for v in values], rng=rng)
 
 
-def paired_ratio(on: Groups, off: Groups) -> Ratio:
-    """The median per-round ratio on / off with its hierarchical bootstrap interval (no band:
-    verdict "n/a")."""
-    ratios = paired_ratios(on, off)
-    lo, hi = _interval(bootstrap_medians(ratios))
-    return Ratio(_median(ratios), lo, hi, "n/a")
+def process_ratio(on: Groups, off: Groups) -> Ratio:
+    """The median of the per-process ratios on / off with its bootstrap interval over
+    processes (no band: verdict "n/a")."""
+    ratios = process_ratios(on, off)
+    lo, hi = _interval(_bootstrap_median_of(ratios, np.random.default_rng(SEED)))
+    return Ratio(statistics.median(ratios), lo, hi, "n/a")
 
 
-def ratio_of_paired(num_on: Groups, num_off: Groups, den_on: Groups, den_off: Groups,
-                    band: float) -> Ratio:
-    """paired_ratio(num_on, num_off) / paired_ratio(den_on, den_off) with its interval and
+def ratio_of_processes(num_on: Groups, num_off: Groups, den_on: Groups, den_off: Groups,
+                       band: float) -> Ratio:
+    """process_ratio(num_on, num_off) / process_ratio(den_on, den_off) with its interval and
     verdict against `band`, e.g. statebench's relative cost of TTL over Flink's. The two sides
     come from different processes and are resampled independently."""
     rng = np.random.default_rng(SEED)
-    num, den = paired_ratios(num_on, num_off), paired_ratios(den_on, den_off)
-    replicated = bootstrap_medians(num, rng=rng) / bootstrap_medians(den, rng=rng)
+    num, den = process_ratios(num_on, num_off), process_ratios(den_on, den_off)
+    replicated = _bootstrap_median_of(num, rng) / _bootstrap_median_of(den, rng)
     lo, hi = _interval(replicated)
-    return Ratio(_median(num) / _median(den), lo, hi, verdict(lo, hi, band))
+    return Ratio(statistics.median(num) / statistics.median(den), lo, hi, verdict(lo, hi, band))
 
 
 def relative_move(values: Sequence[float]) -> float:

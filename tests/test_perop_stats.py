@@ -39,35 +39,48 @@ def test_interval_holds_the_median_repeats_and_keeps_between_process_spread() ->
     assert (s.ci_high - s.ci_low) > 10 * (a.ci_high - a.ci_low)
 
 
-def test_ratio_of_paired_ratios_of_equal_relative_costs_agrees() -> None:
-    off = [[1000.0, 1001.0, 999.0]] * 2
-    on = [[500.0, 500.5, 499.5]] * 2
-    r = st.ratio_of_paired(on, off, [[v * 3 for v in g] for g in on],
-                           [[v * 3 for v in g] for g in off], 1.5)
+def test_ratio_of_process_ratios_of_equal_relative_costs_agrees() -> None:
+    off = [[1000.0, 1001.0, 999.0]] * 3
+    on = [[500.0, 500.5, 499.5]] * 3
+    r = st.ratio_of_processes(on, off, [[v * 3 for v in g] for g in on],
+                              [[v * 3 for v in g] for g in off], 1.5)
     assert r.value == pytest.approx(1.0)
     assert r.verdict == "agree"
-    far = st.ratio_of_paired([[100.0, 101.0, 99.0]] * 2, off, on, off, 1.5)  # 5x dearer here
+    far = st.ratio_of_processes([[100.0, 101.0, 99.0]] * 3, off, on, off, 1.5)  # 5x dearer
     assert far.verdict == "disagree" and far.ci_high < 1 / 1.5
 
 
-def test_pairing_cancels_what_the_machine_did_in_a_round() -> None:
-    """The machine runs at 1x, 0.5x and 0.8x in three rounds, alike for both modes: the
-    per-round ratio is TTL's cost alone, while the rates themselves spread 2x."""
-    speed = [[1.0, 0.5, 0.8], [0.6, 1.0, 0.7]]
-    off = [[1e6 * s for s in g] for g in speed]
-    on = [[4e5 * s for s in g] for g in speed]
-    r = st.paired_ratio(on, off)
+def test_a_process_ratio_cancels_what_the_machine_and_the_round_position_did() -> None:
+    """Two processes: the machine runs at different speeds in each, alike for both modes, and
+    the position in a round slows one mode's rounds in turn: each process's ratio of mean
+    rates is TTL's cost alone, while the rates themselves spread 2x."""
+    speed = [[1.0, 1.0, 1.0], [0.5, 0.5, 0.5]]
+    position = [1.0, 0.8, 0.9]  # a rotation: each mode meets every position once
+    off = [[1e6 * s * position[i] for i, s in enumerate(g)] for g in speed]
+    on = [[4e5 * s * position[(i + 1) % 3] for i, s in enumerate(g)] for g in speed]
+    r = st.process_ratio(on, off)
     assert r.value == pytest.approx(0.4)
     assert r.ci_high - r.ci_low == pytest.approx(0.0, abs=1e-12)
     rates = st.summarise(off)
     assert rates.ci_high / rates.ci_low > 1.4
+    per_round = [a / b for a, b in zip(on[0], off[0])]
+    assert max(per_round) / min(per_round) > 1.2  # what a per-round ratio would have carried
 
 
-def test_paired_series_must_have_the_same_rounds() -> None:
+def test_process_ratios_spread_between_processes_widens_the_interval() -> None:
+    off = [[1e6, 1e6]] * 3
+    steady = st.process_ratio([[4e5, 4e5]] * 3, off)
+    moving = st.process_ratio([[3e5, 3e5], [4e5, 4e5], [5e5, 5e5]], off)
+    assert steady.ci_low == steady.ci_high == pytest.approx(0.4)
+    assert moving.value == pytest.approx(0.4)
+    assert moving.ci_low < 0.35 and moving.ci_high > 0.45
+
+
+def test_paired_series_must_come_from_the_same_processes() -> None:
     with pytest.raises(ValueError, match="same processes"):
-        st.paired_ratios([[1.0]], [[1.0], [1.0]])
-    with pytest.raises(ValueError, match="same rounds"):
-        st.paired_ratios([[1.0, 2.0]], [[1.0]])
+        st.process_ratios([[1.0]], [[1.0], [1.0]])
+    with pytest.raises(ValueError, match="at least one value"):
+        st.process_ratios([[1.0], []], [[1.0], [1.0]])
 
 
 def _measurements(scale: float) -> dict:

@@ -1,15 +1,15 @@
 """Flink's own per-op rates beside statebench's, and the JVM lane's protocol overhead.
 
 Run: `python -m pytest bench/pytest/test_bench_flink.py`. The per-op test runs the per-op suite
-(bench/flink_ops.py, bench/perop.py) under its lean protocol: 3 fresh JVMs per backend and op
-(warm-up of at least 5 rounds, then until steady; 3 measured rounds of 250 ms), 2 fresh
-interpreters per backend and state kind (values of at least 100 ms, calibrated), 100 k keys,
-and in every round the op's state with TTL off, on and on without background cleanup side by
-side.
-`STATEBENCH_PEROP_PROTOCOL=full` runs the full protocol (3 forks x 5 x 1 s, 6 workers), as asv
-does. The suite's document (medians with 95% intervals, pyperf's unstable flag, a verdict per
-cell) goes into the saved JSON's extra_info under "perop" and is printed at the end of the run;
-`python -m bench.perop run` gives the same outside pytest.
+(bench/flink_ops.py, bench/perop.py) under its lean protocol: 3 fresh JVMs per backend, op and
+TTL mode (one state each; warm-up of at least 8 rounds, then until steady; 3 measured rounds of
+250 ms), 3 fresh interpreters per backend and state kind (values of at least 100 ms,
+calibrated), 100 k keys, and in every round of a worker the op's state with TTL off, on and on
+without background cleanup side by side.
+`STATEBENCH_PEROP_PROTOCOL=full` runs the full protocol (3 forks per op and mode x 5 x 1 s,
+6 workers), as asv does. The suite's document (medians with 95% intervals, pyperf's unstable
+flag, a verdict per cell) goes into the saved JSON's extra_info under "perop" and is printed at
+the end of the run; `python -m bench.perop run` gives the same outside pytest.
 
 The protocol test sends the same ops as one pre-encoded batch from Python and compares the
 per-op time with Flink's own loop: the lane's overhead (transfer + decode) should be at most 25%
@@ -69,9 +69,11 @@ def test_per_op_rates_statebench_vs_flink(benchmark: Any) -> None:
                and isinstance(r["unstable"], bool) for r in doc["rates"])
     assert len(doc["cells"]) == 28
     assert {c["verdict"] for c in doc["cells"]} <= VERDICTS
-    # every round measured every TTL mode: the paired ratios had a partner for each value
+    # every fork and worker gave every round: a process's ratio of means had both partners
     for r in doc["rates"]:
         rounds = protocol.jvm_iterations if r["side"] == "flink" else protocol.py_values
+        processes = protocol.forks if r["side"] == "flink" else protocol.workers
+        assert len(r["values"]["cpu"]) == processes
         assert all(len(g) == rounds for g in r["values"]["cpu"])
     assert doc["machine_probe"]["median"] > 0
 
