@@ -263,7 +263,7 @@ def real_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
     )
     from workloads.run.plan import plan_scenarios
 
-    configs = comparison_configs(load_specs(DEFAULT_SPECS, events=150_000), repetitions=2)
+    configs = comparison_configs(load_specs(DEFAULT_SPECS, events=50_000), repetitions=2)
     outcomes = run_comparison(configs, in_process=True)
     run_dir = write_comparison(outcomes, tmp_path_factory.mktemp("real-results"))
     ran = {cfg.spec.name: {scenario.strategy for scenario in plan_scenarios(cfg)[0]}
