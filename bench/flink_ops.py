@@ -138,6 +138,13 @@ class OpRun:
     shortest_s: float
 
 
+def rotated_modes(n: int) -> tuple[str, ...]:
+    """The TTL modes in the order of round (or fork) `n`: rotated by one each time, so over
+    len(MODES) of them each mode has been measured in every position."""
+    k = n % len(MODES)
+    return MODES[k:] + MODES[:k]
+
+
 # ------------------------------------------------------------------------- Flink side
 #: A bench fork's heap, sized up front (-Xms = -Xmx).
 FORK_HEAP_MB = 1024
@@ -184,50 +191,49 @@ def _fill(backend: B.KeyedStateBackend, state: Any, kind: str, keys: Iterable[in
 def _loop(backend: B.KeyedStateBackend, state: Any, op: str) -> Callable[[list[int]], int]:
     """One op per key of `chunk` (map_iterate: one per entry), as the JVM's Bench.one()."""
     sk = backend.set_current_key
-    v = lst = m = state
 
     def value_update(chunk):
         for k in chunk:
             sk(k)
-            v.update(k)
+            state.update(k)
         return len(chunk)
 
     def value_get(chunk):
         for k in chunk:
             sk(k)
-            v.value()
+            state.value()
         return len(chunk)
 
     def list_add(chunk):
         for k in chunk:
             sk(k)
-            lst.add(k)
+            state.add(k)
         return len(chunk)
 
     def list_get(chunk):
         for k in chunk:
             sk(k)
-            for _ in lst.get():
+            for _ in state.get():
                 pass
         return len(chunk)
 
     def map_put(chunk):
         for i, k in enumerate(chunk):
             sk(k)
-            m.put(i % MAP_KEYS, k)
+            state.put(i % MAP_KEYS, k)
         return len(chunk)
 
     def map_get(chunk):
         for i, k in enumerate(chunk):
             sk(k)
-            m.get(i % MAP_KEYS)
+            state.get(i % MAP_KEYS)
         return len(chunk)
 
     def map_iterate(chunk):
         n = 0
         for k in chunk:
             sk(k)
-            for _ in m.items():
+            for _ in state.items():
                 n += 1
         return n
 
@@ -300,8 +306,7 @@ def statebench_op(sb: _Backend, op: str, protocol: Protocol) -> dict[str, OpRun]
         loops[mode], pos[mode] = _calibrated(fns[mode], chunks, protocol.py_min_value_s)
     runs = {mode: OpRun([], [], [], True, float("inf")) for mode in MODES}
     for rnd in range(protocol.py_warmup + protocol.py_values):
-        for i in range(len(MODES)):
-            mode = MODES[(rnd + i) % len(MODES)]
+        for mode in rotated_modes(rnd):
             run = runs[mode]
             count, wall, cpu = _timed(fns[mode], chunks, pos[mode], loops[mode])
             pos[mode] += loops[mode]
@@ -418,8 +423,7 @@ def measure(protocol: Protocol, kinds: Iterable[str] = KINDS,
                 for op in OPS:
                     # one fork per mode, back to back, in an order rotated with i: the i-th
                     # forks of an op's modes are a pair measured within seconds of each other
-                    for j in range(len(MODES)):
-                        mode = MODES[(i + j) % len(MODES)]
+                    for mode in rotated_modes(i):
                         out.setdefault(("flink", kind, mode, op), []).append(
                             flink_fork(kind, op, mode, protocol))
             if i < protocol.workers:

@@ -136,10 +136,10 @@ def process_ratios(on: Groups, off: Groups) -> list[float]:
     """One ratio on / off per process: the mean of its `on` rates over the mean of its `off`
     rates. The i-th groups of `on` and `off` come from one process (statebench: one worker
     holds every TTL mode) or from processes run back to back (Flink: one fork per mode, as JMH
-    forks per benchmark). A process's rounds rotate the modes' order, so over its rounds each
-    mode has been measured in every position of a round, and a mean over them cancels what the
-    position did (on Flink's heap, a map put's per-round ratio alternated between 0.07 and
-    0.17 with its position)."""
+    forks per benchmark). A statebench worker's rounds rotate the modes' order, so over its
+    rounds each mode has been measured in every position of a round, and a mean over them
+    cancels what the position did (in the forks that held all three modes, Flink's heap map
+    put's per-round ratio alternated between 0.07 and 0.17 with its position)."""
     if len(on) != len(off):
         raise ValueError(f"paired series need the same processes: {len(on)} against {len(off)}")
     if not all(on) or not all(off):

@@ -120,3 +120,13 @@ def test_document_shape_printout_and_compare() -> None:
     assert len(report["medians_over_limit"]) == len(doc["rates"])  # every median moved 43%
     assert report["max_cell_ratio_move"] < 0.1  # TTL's relative cost did not move
     assert report["machine_probe_move"] == pytest.approx(1 / 0.7 - 1, rel=0.05)
+
+
+def test_rotated_modes_put_every_mode_in_every_position() -> None:
+    from bench.flink_ops import rotated_modes
+
+    orders = [rotated_modes(n) for n in range(len(MODES))]
+    assert all(sorted(o) == sorted(MODES) for o in orders)
+    for position in range(len(MODES)):
+        assert {o[position] for o in orders} == set(MODES)
+    assert rotated_modes(len(MODES) + 1) == orders[1]
