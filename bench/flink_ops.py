@@ -19,10 +19,11 @@ asv (``bench/bench_flink.py``, the full protocol) and the command line (``python
   background cleanup). A statebench worker holds the op's state once per mode in one backend,
   and every round measures each mode once, in an order rotated each round, so a worker's ratio
   of mean rates cancels what the machine and the round's position did. A Flink fork holds one
-  state (see `flink_fork`: HotSpot compiles a shared loop for the mix of states it has seen);
-  the forks of an op's three modes run back to back, and the i-th forks of two modes make a
-  pair. Measured in separate processes minutes apart, the same ratios moved by up to 107%
-  between three quiet runs.
+  state (see `flink_forks`: HotSpot compiles a shared loop for the mix of states it has seen);
+  the i-th forks of an op's three modes are alive together and take turns, one measured
+  iteration each per round in a rotated order, so they make a pair as a worker's modes do.
+  Measured in separate processes minutes apart, the same ratios moved by up to 107% between
+  three quiet runs; in forks run back to back, seconds apart, by up to 128%.
 * Both sides run the same ops over the same 100 k keys (performance-anchors.md); on RocksDB every
   op starts on a flushed, compacted DB (reads from SST files, as after a compaction in
   performance-anchors.md; no background compaction left running into the measured values, whose
@@ -40,6 +41,7 @@ without background cleanup.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -150,30 +152,89 @@ def rotated_modes(n: int) -> tuple[str, ...]:
 FORK_HEAP_MB = 1024
 
 
-def flink_fork(kind: str, op: str, mode: str, protocol: Protocol) -> OpRun:
-    """One fork: a fresh JVM worker measuring one op on one TTL mode's state, as JMH forks per
-    benchmark and flink-benchmarks' state benchmarks hold one state.
+def flink_forks(kind: str, op: str, protocol: Protocol, n: int = 0) -> dict[str, OpRun]:
+    """The `n`-th forks of one op: a fresh JVM worker per TTL mode, each holding that mode's
+    one state, as JMH forks per benchmark and flink-benchmarks' state benchmarks hold one
+    state. The three JVMs live together: each warms up in turn, then their measured iterations
+    interleave, one iteration per JVM per round in an order rotated each round (as a
+    statebench worker's rounds), so the ratio of two modes' mean rates cancels what the
+    machine did while they ran.
 
-    One state per JVM, not the three modes side by side: HotSpot compiles a call site for the
-    receiver types its profile has seen, so a fork that measured the plain state and the TTL
-    states through one loop compiled code for both, in whichever order its rounds happened to
-    reach the compiler. Flink's heap value update with TTL off measured 7.4-17.5 M ops/s in
-    such forks and 21-22 M in forks of its own; with TTL on, the mixed forks' ratio on / off
-    moved 0.13-0.20 between forks. (Python's interpreter shows no such effect: statebench's
-    workers keep the modes side by side.) For the same reason `measure` forks once per op: in
-    one JVM the code compiled for an op depends on the ops measured before it."""
+    * One state per JVM, not the three modes side by side in one: HotSpot compiles a call site
+      for the receiver types its profile has seen, so a fork that measured the plain state and
+      the TTL states through one loop compiled code for both, in whichever order its rounds
+      reached the compiler. Flink's heap value update with TTL off measured 7.4-17.5 M ops/s in
+      such forks and 21-22 M in forks of its own. (Python's interpreter shows no such effect:
+      statebench's workers keep the modes side by side.) For the same reason the JVMs are fresh
+      per op: in one JVM the code compiled for an op depends on the ops measured before it.
+    * Interleaved, not one JVM after the other: forks run back to back, seconds apart, measured
+      Flink's heap value get with TTL at 2.2-7.1 M ops/s within one run while the same fork ran
+      at 7.6-7.9 M on a quiet machine. A neighbour's load slows the memory-bound TTL op more
+      than the plain one, so back-to-back ratios moved 0.12-0.28 where interleaved rounds give
+      each mode the same moments. The idle JVMs wait on their pipe; a JVM's CPU time is its
+      own, so an idle one's threads would not land on the measured one's rate.
+    * On RocksDB the measured iterations start on empty memtables. A JVM's writes slow down as
+      its memtable grows (Flink's RocksDB value update: 0.9 M ops/s into a fresh memtable, 0.4
+      M after 1.5 s) and speed up again after a flush, and the warm-up left each JVM at a
+      different point of that cycle: entries with TTL are larger, so their memtable flushed
+      sooner, and Flink's RocksDB map put measured 1.05-1.45x faster with TTL than without.
+      statebench's worker flushes its memtables (one per state) at the same point."""
+    from contextlib import ExitStack
+
     from backends.flink import FlinkWorker
 
-    with FlinkWorker(kind, heap_mb=FORK_HEAP_MB,
-                     java_options=(f"-Xms{FORK_HEAP_MB}m",)) as worker:
-        b = worker.batch().set_time(NOW)
-        state = b.register(descs(mode)[op.split("_")[0]])
-        b.bench(state, op, keys=protocol.keys, min_warmup=protocol.jvm_warmup_min,
-                warmup=protocol.jvm_warmup, rounds=protocol.jvm_iterations,
-                round_ms=protocol.jvm_iteration_ms)
-        (r,) = b.flush()
-    return OpRun(list(r["rates"]), list(r["cpu_rates"]), list(r["warmup"]), bool(r["steady"]),
-                 protocol.jvm_iteration_ms / 1000)
+    modes = rotated_modes(n)
+    with ExitStack() as stack:
+        workers, states, warm = {}, {}, {}
+        for mode in modes:
+            workers[mode] = stack.enter_context(FlinkWorker(
+                kind, heap_mb=FORK_HEAP_MB, java_options=(f"-Xms{FORK_HEAP_MB}m",)))
+            b = workers[mode].batch().set_time(NOW)
+            states[mode] = b.register(descs(mode)[op.split("_")[0]])
+            b.flush()
+        for mode in modes:
+            (warm[mode],) = workers[mode].batch().bench(
+                states[mode], op, keys=protocol.keys, min_warmup=protocol.jvm_warmup_min,
+                warmup=protocol.jvm_warmup, rounds=0,
+                round_ms=protocol.jvm_iteration_ms).flush()
+        if kind == "rocksdb":
+            for mode in modes:  # every memtable empty: the modes' writes start level
+                workers[mode].batch().flush_memtables().flush()
+        rates: dict[str, list[float]] = {m: [] for m in modes}
+        ops: dict[str, list[int]] = {m: [] for m in modes}
+        clocks: dict[str, list[int]] = {m: [] for m in modes}
+        for r in range(protocol.jvm_iterations):
+            for mode in rotated_modes(n + r):
+                (got,) = workers[mode].batch().bench(
+                    states[mode], op, keys=protocol.keys, warmup=0, rounds=1,
+                    round_ms=protocol.jvm_iteration_ms, resume=True).flush()
+                rates[mode] += got["rates"]
+                ops[mode] += got["ops"]
+                clocks[mode] += got["cpu_starts_ns"]
+        for mode in modes:  # each JVM's CPU clock once every JVM has had its last turn
+            (end,) = workers[mode].batch().bench(
+                states[mode], op, keys=protocol.keys, warmup=0, rounds=0,
+                round_ms=protocol.jvm_iteration_ms, resume=True).flush()
+            clocks[mode].append(end["cpu_clock_ns"])
+    return {m: OpRun(rates[m], charged_cpu_rates(ops[m], clocks[m]), list(warm[m]["warmup"]),
+                     bool(warm[m]["steady"]), protocol.jvm_iteration_ms / 1000) for m in MODES}
+
+
+def charged_cpu_rates(ops: list[int], clocks_ns: list[int]) -> list[float]:
+    """Ops per CPU second of interleaved iterations, each charged with all its process spent
+    from its start to the start of the process's next iteration (`clocks_ns` holds one more
+    clock than `ops`: the process's CPU clock after the last round). Between its turns a JVM's
+    main thread waits on its pipe, so what it spends there is what its iteration left running:
+    RocksDB's flushes and compactions (with TTL on, the compaction filter's work) run on after
+    the writes that caused them, into the other JVMs' turns, and would otherwise be charged to
+    no one."""
+    if len(clocks_ns) != len(ops) + 1:
+        raise ValueError(f"{len(ops)} iterations need {len(ops) + 1} clocks, got "
+                         f"{len(clocks_ns)}")
+    spans = [b - a for a, b in itertools.pairwise(clocks_ns)]
+    if any(s <= 0 for s in spans):
+        raise ValueError(f"a process's CPU clock must advance between iterations: {clocks_ns}")
+    return [n * 1e9 / s for n, s in zip(ops, spans)]
 
 
 # ------------------------------------------------------------------------- statebench side
@@ -267,6 +328,7 @@ class _Backend:
 
     def __init__(self, kind: str, state_kind: str, keys: list[int], tmp: Path) -> None:
         options = {"path": tmp / f"sb-{kind}"} if kind == "rocksdb" else {}
+        self.kind = kind
         self.backend = B.create_backend(kind, clock=B.ManualClock(NOW), **options)
         getter = {"value": self.backend.get_state, "list": self.backend.get_list_state,
                   "map": self.backend.get_map_state}[state_kind]
@@ -306,6 +368,8 @@ def statebench_op(sb: _Backend, op: str, protocol: Protocol) -> dict[str, OpRun]
         loops[mode], pos[mode] = _calibrated(fns[mode], chunks, protocol.py_min_value_s)
     runs = {mode: OpRun([], [], [], True, float("inf")) for mode in MODES}
     for rnd in range(protocol.py_warmup + protocol.py_values):
+        if rnd == protocol.py_warmup and sb.kind == "rocksdb":
+            sb.backend.flush()  # measured rounds start on empty memtables, as the JVMs'
         for mode in rotated_modes(rnd):
             run = runs[mode]
             count, wall, cpu = _timed(fns[mode], chunks, pos[mode], loops[mode])
@@ -402,7 +466,7 @@ def _worker_main() -> None:
 
 # ------------------------------------------------------------------------- the suite
 #: (side, backend, TTL mode, op) -> one OpRun per fork / worker. The i-th OpRuns of two modes
-#: of one (side, backend, op) are a pair: one statebench worker, or Flink forks run back to back.
+#: of one (side, backend, op) are a pair: one statebench worker, or Flink forks taking turns.
 Measurements = dict[tuple[str, str, str, str], list[OpRun]]
 
 
@@ -421,11 +485,9 @@ def measure(protocol: Protocol, kinds: Iterable[str] = KINDS,
         for i in range(max(protocol.forks, protocol.workers)):
             if i < protocol.forks:
                 for op in OPS:
-                    # one fork per mode, back to back, in an order rotated with i: the i-th
-                    # forks of an op's modes are a pair measured within seconds of each other
-                    for mode in rotated_modes(i):
-                        out.setdefault(("flink", kind, mode, op), []).append(
-                            flink_fork(kind, op, mode, protocol))
+                    # the i-th forks of an op's modes: alive together, measured in turn
+                    for mode, run in flink_forks(kind, op, protocol, i).items():
+                        out.setdefault(("flink", kind, mode, op), []).append(run)
             if i < protocol.workers:
                 for state_kind in OPS_OF_STATE:
                     got = statebench_process(kind, state_kind, protocol)

@@ -35,11 +35,11 @@ gives their exact measure.
 
 A cell's ratio is statebench's relative cost of TTL over Flink's. Each side's relative cost is
 the median over processes of a process's ratio of mean rates on / off (a statebench worker
-measures every mode in each round; Flink's forks of one op's modes run back to back, one state
-per fork; bench/flink_ops.py); the cell's ratio is statebench's over Flink's: 1 means the same
-relative cost. A cell "agrees" when its whole 95% interval lies within 1.5x either way,
-"disagrees" when it lies wholly outside, and is "undecided" when it straddles an edge. A cell is
-unstable when any of its four rate series is.
+measures every mode in each round; Flink's forks of one op's modes, one state per fork, take
+turns, one iteration each per round; bench/flink_ops.py); the cell's ratio is statebench's over
+Flink's: 1 means the same relative cost. A cell "agrees" when its whole 95% interval lies
+within 1.5x either way, "disagrees" when it lies wholly outside, and is "undecided" when it
+straddles an edge. A cell is unstable when any of its four rate series is.
 
 Absolute rates move with the machine: ``machine_probe`` is a plain dict loop timed first thing
 in every statebench worker (fresh, before it fills any state), and ``compare`` sets the

@@ -135,11 +135,12 @@ def verdict(lo: float, hi: float, band: float) -> str:
 def process_ratios(on: Groups, off: Groups) -> list[float]:
     """One ratio on / off per process: the mean of its `on` rates over the mean of its `off`
     rates. The i-th groups of `on` and `off` come from one process (statebench: one worker
-    holds every TTL mode) or from processes run back to back (Flink: one fork per mode, as JMH
-    forks per benchmark). A statebench worker's rounds rotate the modes' order, so over its
-    rounds each mode has been measured in every position of a round, and a mean over them
-    cancels what the position did (in the forks that held all three modes, Flink's heap map
-    put's per-round ratio alternated between 0.07 and 0.17 with its position)."""
+    holds every TTL mode) or from processes that took turns (Flink: one fork per mode, as JMH
+    forks per benchmark, one measured iteration each per round). Both rotate the modes' order
+    each round, so over the rounds each mode has been measured in every position of a round,
+    and a mean over them cancels what the position did (in the forks that held all three
+    modes, Flink's heap map put's per-round ratio alternated between 0.07 and 0.17 with its
+    position)."""
     if len(on) != len(off):
         raise ValueError(f"paired series need the same processes: {len(on)} against {len(off)}")
     if not all(on) or not all(off):

@@ -130,3 +130,18 @@ def test_rotated_modes_put_every_mode_in_every_position() -> None:
     for position in range(len(MODES)):
         assert {o[position] for o in orders} == set(MODES)
     assert rotated_modes(len(MODES) + 1) == orders[1]
+
+
+def test_interleaved_iterations_are_charged_until_the_process_next_runs() -> None:
+    """An iteration's CPU runs from its start to the process's next start (the last to the
+    clock read after the round): what a process spends between its turns, a flush its writes
+    set off, lands on the iteration that caused it; clocks that do not fit are an error."""
+    from bench.flink_ops import charged_cpu_rates
+
+    # 1,000 ops in 0.1 s of CPU each, the second iteration's flush running on for 0.1 s more
+    clocks = [0, 100_000_000, 300_000_000, 400_000_000]
+    assert charged_cpu_rates([1000, 1000, 1000], clocks) == pytest.approx([10_000, 5_000, 10_000])
+    with pytest.raises(ValueError, match="3 iterations need 4 clocks"):
+        charged_cpu_rates([1000, 1000, 1000], clocks[:3])
+    with pytest.raises(ValueError, match="must advance"):
+        charged_cpu_rates([1000, 1000], [0, 100, 100])

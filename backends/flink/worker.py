@@ -63,7 +63,7 @@ _Q = struct.Struct(">Bq")
 _BH = struct.Struct(">BH")
 _OPEN = struct.Struct(">BBBiii")
 _OPEN_TAIL = struct.Struct(">qqBi")
-_BENCH_TAIL = struct.Struct(">iiiii")
+_BENCH_TAIL = struct.Struct(">iiiiiB")
 _H = struct.Struct(">H")
 _STDERR_TAIL = 4000
 MAX_FRAME = 1 << 30
@@ -181,12 +181,14 @@ class Batch:
 
     def bench(self, state: FlinkState | Sequence[FlinkState], op: str, keys: int = 20_000,
               warmup: int = 2, rounds: int = 5, round_ms: int = 100,
-              min_warmup: int = 2) -> Batch:
+              min_warmup: int = 2, resume: bool = False) -> Batch:
         """Flink's own per-op rate loop inside the JVM (statebench.flink.Bench): warm-up rounds
         (at least `min_warmup`, then until steady, at most `warmup`), then `rounds` measured
-        rounds of `round_ms` per state. Several states are measured side by side, one iteration
-        each per round. Result: one dict per state (rates, cpu_rates, warmup, steady), or that
-        dict alone when one state was given."""
+        rounds of `round_ms` per state (0: warm up only). Several states are measured side by
+        side, one iteration each per round. `resume` goes on from the last bench of this JVM
+        (same states and keys): no refill, flush, compaction or full collection first, so its
+        rounds continue that run's. Result: one dict per state (rates, cpu_rates, warmup,
+        steady), or that dict alone when one state was given."""
         many = not isinstance(state, FlinkState)
         states = list(state) if many else [state]
         self._buf.append(wire.BENCH)
@@ -194,7 +196,7 @@ class Batch:
         self._buf += _H.pack(len(states))
         for s in states:
             self._buf += _H.pack(s.sid)
-        self._buf += _BENCH_TAIL.pack(keys, min_warmup, warmup, rounds, round_ms)
+        self._buf += _BENCH_TAIL.pack(keys, min_warmup, warmup, rounds, round_ms, int(resume))
         self._expect(None if many else (lambda r: r[0]))
         return self
 

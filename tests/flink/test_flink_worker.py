@@ -249,3 +249,28 @@ def test_bench_measures_several_states_side_by_side() -> None:
         assert all(x > 0 for x in r["rates"])
     assert len(both[0]["warmup"]) == len(both[1]["warmup"])  # warmed up in the same rounds
     assert isinstance(single, dict) and len(single["rates"]) == 1 and single["warmup"] == []
+
+
+def test_bench_warms_up_alone_and_resumes_where_it_stopped() -> None:
+    """rounds=0 warms up without a measured iteration; a resumed bench measures the states as
+    the last one left them, without refilling them; a resume with nothing to resume, or over
+    other keys, is an error naming the problem."""
+    with FlinkWorker("heap") as worker:
+        v = worker.register(_value("early"))
+        with pytest.raises(FlinkWorkerError, match="resumed benchmark needs a run"):
+            worker.batch().bench(v, "value_get", keys=100, warmup=0, rounds=1, round_ms=1,
+                                 resume=True).flush()
+    with FlinkWorker("heap") as worker:
+        b = worker.batch()
+        v = b.register(_value("v"))
+        b.flush()
+        (warm,) = worker.batch().bench(v, "value_update", keys=100, min_warmup=3, warmup=4,
+                                       rounds=0, round_ms=1).flush()
+        assert warm["rates"] == [] and 3 <= len(warm["warmup"]) <= 4
+        (more,) = worker.batch().bench(v, "value_update", keys=100, warmup=0, rounds=2,
+                                       round_ms=1, resume=True).flush()
+        assert len(more["rates"]) == 2 and more["warmup"] == [] and more["steady"]
+        assert worker.batch().set_key(7).value_get(v).flush()[0] is not None  # still filled
+        with pytest.raises(FlinkWorkerError, match="over the same 50 keys"):
+            worker.batch().bench(v, "value_get", keys=50, warmup=0, rounds=1, round_ms=1,
+                                 resume=True).flush()

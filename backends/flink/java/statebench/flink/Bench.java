@@ -24,6 +24,11 @@ import java.util.Random;
  * rounds have run. (A steadiness check alone stops too early: Flink's heap TTL value update sits
  * at 5.3 M ops/s for 2 s before HotSpot's final compilation takes it to 8 M.)
  *
+ * <p>A run may warm up only ({@code rounds} 0), and a later run may resume it ({@code resume}):
+ * the same states and inputs, no refill, flush, compaction or collection before its rounds. So
+ * the caller can interleave single measured iterations of several JVMs, one state each
+ * (bench/flink_ops.py: the forks of an op's TTL modes, alive together, measured in turn).
+ *
  * <p>Before the first round the heap is collected in full, outside the timed window, so the
  * states' objects lie in the order a full collection leaves them, the same in every fork (Flink's
  * heap list get measured 4.9 M ops/s in one fork and 11.3 M in the next without it). It is not
@@ -36,7 +41,11 @@ import java.util.Random;
  * JMH), {@code cpu_rates} (ops per second of this process's CPU time, which includes the GC and
  * JIT threads, over the same iterations; a shared machine's descheduling does not count there),
  * {@code warmup} (the warm-up iterations' CPU-time rates) and {@code steady} (whether the
- * warm-up ended because the rates settled rather than because it ran out). A fresh JVM per fork
+ * warm-up ended because the rates settled rather than because it ran out); and, so that a caller
+ * interleaving several JVMs can charge each iteration with the CPU its process spent until its
+ * next one (RocksDB's flushes and compactions run on after the iteration that caused them),
+ * {@code ops} and {@code cpu_starts_ns} (each measured iteration's ops and the process CPU clock
+ * at its start) and {@code cpu_clock_ns} (the clock when the run returned). A fresh JVM per fork
  * is the caller's job.
  *
  * <p>Ops (long keys 0..keys-1 in a seeded shuffled order, LONG values; maps hold 10 user keys per
@@ -92,13 +101,22 @@ final class Bench {
         }
     }
 
+    /** The inputs of the last call, reused by a resumed one (the same key objects). */
+    private static Inputs lastInputs;
+
     static List<Map<String, Object>> run(FlinkBackend fb, List<FlinkBackend.Registered> states,
                                          String op, int keys, int minWarmup, int warmup,
-                                         int rounds, int roundMs) throws Exception {
+                                         int rounds, int roundMs, boolean resume)
+            throws Exception {
         if (fb.options.stringKeys) {
             throw new IllegalArgumentException("the in-JVM benchmark needs a worker with long keys");
         }
-        Inputs in = new Inputs(keys);
+        if (resume && (lastInputs == null || lastInputs.keyObjs.length != keys)) {
+            throw new IllegalArgumentException("a resumed benchmark needs a run over the same "
+                    + keys + " keys in this JVM before it");
+        }
+        Inputs in = resume ? lastInputs : new Inputs(keys);
+        lastInputs = in;
         com.sun.management.OperatingSystemMXBean os =
                 (com.sun.management.OperatingSystemMXBean)
                         ManagementFactory.getOperatingSystemMXBean();
@@ -106,25 +124,32 @@ final class Bench {
         List<List<Double>> warm = new ArrayList<>();
         List<List<Double>> rates = new ArrayList<>();
         List<List<Double>> cpuRates = new ArrayList<>();
+        List<List<Long>> ops = new ArrayList<>();
+        List<List<Long>> cpuStarts = new ArrayList<>();
         for (FlinkBackend.Registered r : states) {
             // filled once per state and JVM (value and map ops leave the sizes as they were);
             // lists before every list op
-            if (r.kind == FlinkBackend.LIST || FILLED.add(r)) {
+            if (FILLED.add(r) || (r.kind == FlinkBackend.LIST && !resume)) {
                 setup(fb, r, in);
             }
             warm.add(new ArrayList<>());
             rates.add(new ArrayList<>());
             cpuRates.add(new ArrayList<>());
+            ops.add(new ArrayList<>());
+            cpuStarts.add(new ArrayList<>());
         }
         // RocksDB: every op starts on a flushed, compacted DB (reads from SST files, no
         // compaction left running whose CPU would land on the measured iterations)
-        fb.flush();
-        fb.compact();
-        System.gc();  // the filled states compacted into the old generation, in one order
+        // (a resumed run goes on where the last one stopped: its rounds continue that run's)
+        if (!resume) {
+            fb.flush();
+            fb.compact();
+            System.gc();  // the filled states compacted into the old generation, in one order
+        }
         int perInvocation = op.equals("map_iterate") ? MAP_KEYS : 1;
         boolean warming = warmup > 0;
         boolean steady = warmup == 0;
-        for (int round = 0; rates.get(0).size() < rounds; round++) {
+        for (int round = 0; warming || rates.get(0).size() < rounds; round++) {
             for (int s = 0; s < n; s++) {
                 int i = (round + s) % n;
                 FlinkBackend.Registered r = states.get(i);
@@ -139,6 +164,8 @@ final class Bench {
                 } else {
                     rates.get(i).add(rate);
                     cpuRates.get(i).add(cpuRate);
+                    ops.get(i).add(timed[0] * perInvocation);
+                    cpuStarts.get(i).add(timed[3]);
                 }
             }
             if (warming && round + 1 >= Math.max(2, minWarmup)) {
@@ -152,19 +179,24 @@ final class Bench {
                 warming = !steady && round + 1 < warmup;
             }
         }
+        long cpuClock = os.getProcessCpuTime();
         List<Map<String, Object>> out = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("rates", new ArrayList<Object>(rates.get(i)));
             m.put("cpu_rates", new ArrayList<Object>(cpuRates.get(i)));
+            m.put("ops", new ArrayList<Object>(ops.get(i)));
+            m.put("cpu_starts_ns", new ArrayList<Object>(cpuStarts.get(i)));
             m.put("warmup", new ArrayList<Object>(warm.get(i)));
             m.put("steady", steady);
+            m.put("cpu_clock_ns", cpuClock);
             out.add(m);
         }
         return out;
     }
 
-    /** One iteration of {@code roundMs}: {ops, wall ns, process CPU ns}. */
+    /** One iteration of {@code roundMs}: {ops, wall ns, process CPU ns, process CPU clock ns at
+     *  its start}. */
     private static long[] iteration(FlinkBackend fb, FlinkBackend.Registered r, String op,
                                     Inputs in, int keys, int roundMs,
                                     com.sun.management.OperatingSystemMXBean os) throws Exception {
@@ -188,7 +220,7 @@ final class Bench {
         } while (elapsed < deadline);
         long cpu = os.getProcessCpuTime() - cpuStart;
         sink += acc;
-        return new long[] {count, elapsed, cpu};
+        return new long[] {count, elapsed, cpu, cpuStart};
     }
 
     @SuppressWarnings("unchecked")

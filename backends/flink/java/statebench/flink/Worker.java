@@ -278,7 +278,9 @@ public final class Worker {
                 int warmup = in.i32();
                 int rounds = in.i32();
                 int roundMs = in.i32();
-                out.result(Bench.run(b, states, op, keys, minWarmup, warmup, rounds, roundMs));
+                boolean resume = in.u8() == 1;
+                out.result(Bench.run(b, states, op, keys, minWarmup, warmup, rounds, roundMs,
+                        resume));
                 return;
             }
             case FORST_TTL_PROBE: {
