@@ -171,13 +171,14 @@ def flink_forks(kind: str, op: str, protocol: Protocol, n: int = 0) -> dict[str,
       Flink's heap value get with TTL at 2.2-7.1 M ops/s within one run while the same fork ran
       at 7.6-7.9 M on a quiet machine. A neighbour's load slows the memory-bound TTL op more
       than the plain one, so back-to-back ratios moved 0.12-0.28 where interleaved rounds give
-      each mode the same moments. The idle JVMs wait on their pipe; a JVM's CPU time is its
-      own, so an idle one's threads would not land on the measured one's rate.
+      each mode the same moments. The idle JVMs wait on their pipes; what an idle JVM's own
+      threads still do is charged to its last iteration (`charged_cpu_rates`).
     * On RocksDB the measured iterations start on empty memtables. A JVM's writes slow down as
       its memtable grows (Flink's RocksDB value update: 0.9 M ops/s into a fresh memtable, 0.4
       M after 1.5 s) and speed up again after a flush, and the warm-up left each JVM at a
       different point of that cycle: entries with TTL are larger, so their memtable flushed
-      sooner, and Flink's RocksDB map put measured 1.05-1.45x faster with TTL than without.
+      sooner: the median of Flink's RocksDB map put with TTL over without was 0.91-1.36 in
+      nine runs (mostly at or above 1), and 0.94-0.99 in three runs with the flush.
       statebench's worker flushes its memtables (one per state) at the same point."""
     from contextlib import ExitStack
 
