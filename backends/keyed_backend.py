@@ -439,6 +439,9 @@ class KeyedStateBackend:
     def compact(self) -> None:
         """Heap: nothing to compact."""
 
+    def flush(self) -> None:
+        """Heap: no memtables to flush."""
+
     def close(self) -> None:
         self._end_snapshots()
         self._closed = True

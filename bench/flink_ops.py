@@ -198,25 +198,26 @@ def flink_forks(kind: str, op: str, protocol: Protocol, n: int = 0) -> dict[str,
                 states[mode], op, keys=protocol.keys, min_warmup=protocol.jvm_warmup_min,
                 warmup=protocol.jvm_warmup, rounds=0,
                 round_ms=protocol.jvm_iteration_ms).flush()
-        if kind == "rocksdb":
-            for mode in modes:  # every memtable empty: the modes' writes start level
-                workers[mode].batch().flush_memtables().flush()
+        for mode in modes:  # RocksDB: every memtable empty, the modes' writes start level
+            workers[mode].batch().flush_memtables().flush()
+
+        def resumed(mode: str, rounds: int) -> dict[str, Any]:
+            (got,) = workers[mode].batch().bench(
+                states[mode], op, keys=protocol.keys, warmup=0, rounds=rounds,
+                round_ms=protocol.jvm_iteration_ms, resume=True).flush()
+            return got
+
         rates: dict[str, list[float]] = {m: [] for m in modes}
         ops: dict[str, list[int]] = {m: [] for m in modes}
         clocks: dict[str, list[int]] = {m: [] for m in modes}
         for r in range(protocol.jvm_iterations):
             for mode in rotated_modes(n + r):
-                (got,) = workers[mode].batch().bench(
-                    states[mode], op, keys=protocol.keys, warmup=0, rounds=1,
-                    round_ms=protocol.jvm_iteration_ms, resume=True).flush()
+                got = resumed(mode, 1)
                 rates[mode] += got["rates"]
                 ops[mode] += got["ops"]
                 clocks[mode] += got["cpu_starts_ns"]
         for mode in modes:  # each JVM's CPU clock once every JVM has had its last turn
-            (end,) = workers[mode].batch().bench(
-                states[mode], op, keys=protocol.keys, warmup=0, rounds=0,
-                round_ms=protocol.jvm_iteration_ms, resume=True).flush()
-            clocks[mode].append(end["cpu_clock_ns"])
+            clocks[mode].append(resumed(mode, 0)["cpu_clock_ns"])
     return {m: OpRun(rates[m], charged_cpu_rates(ops[m], clocks[m]), list(warm[m]["warmup"]),
                      bool(warm[m]["steady"]), protocol.jvm_iteration_ms / 1000) for m in MODES}
 
@@ -329,7 +330,6 @@ class _Backend:
 
     def __init__(self, kind: str, state_kind: str, keys: list[int], tmp: Path) -> None:
         options = {"path": tmp / f"sb-{kind}"} if kind == "rocksdb" else {}
-        self.kind = kind
         self.backend = B.create_backend(kind, clock=B.ManualClock(NOW), **options)
         getter = {"value": self.backend.get_state, "list": self.backend.get_list_state,
                   "map": self.backend.get_map_state}[state_kind]
@@ -369,8 +369,8 @@ def statebench_op(sb: _Backend, op: str, protocol: Protocol) -> dict[str, OpRun]
         loops[mode], pos[mode] = _calibrated(fns[mode], chunks, protocol.py_min_value_s)
     runs = {mode: OpRun([], [], [], True, float("inf")) for mode in MODES}
     for rnd in range(protocol.py_warmup + protocol.py_values):
-        if rnd == protocol.py_warmup and sb.kind == "rocksdb":
-            sb.backend.flush()  # measured rounds start on empty memtables, as the JVMs'
+        if rnd == protocol.py_warmup:
+            sb.backend.flush()  # RocksDB: measured rounds start on empty memtables, as the JVMs'
         for mode in rotated_modes(rnd):
             run = runs[mode]
             count, wall, cpu = _timed(fns[mode], chunks, pos[mode], loops[mode])

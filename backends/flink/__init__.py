@@ -59,7 +59,8 @@ Control family (0x01-0x1F)                                         result
               [long bytes, long checkpointed bytes, long sync ns, async ns, long in place bytes]
   0x08 BENCH str op, u16 n, n u16 state ids, i32 keys, i32 min warm-up rounds, i32 warm-up
        rounds, i32 rounds, i32 round ms, u8 resume (1: go on from this JVM's last BENCH)
-                                 per state: map rates, cpu_rates, warmup (ops/s), bool steady
+      per state: map rates, cpu_rates, warmup (ops/s), bool steady, ops and cpu_starts_ns (per
+      measured iteration), cpu_clock_ns (the process CPU clock when the run returned)
   0x09 CLOSE (dispose the backend and exit after this frame)           --
   0x0A FLUSH (RocksDB memtables of every state)                        --
   0x0B PROPERTIES i32 n, n str RocksDB property names      map state -> map property -> long
