@@ -188,8 +188,7 @@ def flink_forks(kind: str, op: str, protocol: Protocol, n: int = 0) -> dict[str,
     with ExitStack() as stack:
         workers, states, warm = {}, {}, {}
         for mode in modes:
-            workers[mode] = stack.enter_context(FlinkWorker(
-                kind, heap_mb=FORK_HEAP_MB, java_options=(f"-Xms{FORK_HEAP_MB}m",)))
+            workers[mode] = stack.enter_context(FlinkWorker(kind, heap_mb=FORK_HEAP_MB))
             b = workers[mode].batch().set_time(NOW)
             states[mode] = b.register(descs(mode)[op.split("_")[0]])
             b.flush()

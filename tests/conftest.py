@@ -42,3 +42,22 @@ def kind(request: pytest.FixtureRequest) -> str:
 def backend(kind: str, clock: B.ManualClock, make_backend) -> B.KeyedStateBackend:
     """One backend per kind, on the manual clock: every TTL rule is tested on both."""
     return make_backend(kind, clock)
+
+
+#: The default matrix's in-process comparison the CLI tests and the browser check share (one
+#: run: each took a minute or more of CI on its own).
+DEFAULT_COMPARISON_ARGS = ("--in-process", "--events", "30000", "--repetitions", "2")
+
+
+@pytest.fixture(scope="session")
+def default_comparison(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`statebench compare` of the shipped default workloads, small and in-process: its run
+    folder (rows, run.json, report.html)."""
+    from workloads import cli
+
+    results = tmp_path_factory.mktemp("compare-results")
+    status = cli.main(["compare", *DEFAULT_COMPARISON_ARGS, "--results-dir", str(results)])
+    assert status == 0
+    (run_dir,) = list(results.iterdir())
+    return run_dir
+

@@ -31,7 +31,8 @@ column) and one Java loop (``statebench.flink.Events``) applies them exactly as
                    reuse, part of checkpointed bytes; 0 elsewhere), long post-warm-up
                    records processed while an async phase ran, long their loop ns, long JVM
                    GC ms and long GC count since the warm-up ended (GarbageCollectorMXBean,
-                   before that last wait)]
+                   before that last wait), long the part of those GC ms inside the task's busy
+                   windows (EV_APPLY loops, EV_CHECKPOINT's synchronous phase and wait)]
   0x44 EV_RESTORE  a fresh backend restored from the last checkpoint's handle (SNAPSHOT or
                    EV_CHECKPOINT, completed first), the lane's states registered again, then
                    disposed                                               long ns it took
@@ -211,6 +212,15 @@ class LaneStats:
     during_async_ns: int
     gc_ms: int
     gc_count: int
+    #: of gc_ms, the pauses inside the task's busy windows (its loops, synchronous phases and
+    #: barrier waits); the others stopped it while it waited for input
+    gc_in_busy_ms: int = 0
+
+    @property
+    def gc_outside_busy_ns(self) -> int:
+        """GC pause ns after the warm-up that fell outside the busy windows: a Flink task is
+        never idle, so every pause stops it; the lanes charge these to its busy time."""
+        return max(0, self.gc_ms - self.gc_in_busy_ms) * 1_000_000
 
 
 def _pairs(flat: list[int]) -> list[tuple[int, int]]:
@@ -219,11 +229,11 @@ def _pairs(flat: list[int]) -> list[tuple[int, int]]:
 
 def decode_stats(result: Any) -> LaneStats:
     (records, post, busy, bad, flat, released, late, lags, ckpts, during, during_ns, gc_ms,
-     gc_count) = result
+     gc_count, gc_in_busy_ms) = result
     checkpoints = [
         AsyncCheckpoint(int(c[0]), int(c[1]), int(c[2]), c[3] / 1e6, c[4] / 1e6, c[5] / 1e6,
                         c[6] / 1e6, int(c[7]))
         for c in (ckpts[i:i + 8] for i in range(0, len(ckpts), 8))]
     return LaneStats(int(records), int(post), int(busy), int(bad), _pairs(flat), int(released),
                      int(late), _pairs(lags), checkpoints, int(during), int(during_ns),
-                     int(gc_ms), int(gc_count))
+                     int(gc_ms), int(gc_count), int(gc_in_busy_ms))

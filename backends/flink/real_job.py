@@ -29,7 +29,7 @@ from backends import tempdirs
 from backends.flink.build import ensure_worker_built
 from backends.flink.events import STATE_BITS, VALUE_TYPES
 from backends.flink.jvm_job import run_job_jvm
-from backends.flink.worker import JVM_OPTIONS
+from backends.flink.worker import JVM_OPTIONS, TASK_JVM_OPTIONS
 
 MAIN = "statebench.flink.RealJob"
 MAGIC = b"SBEVENTS"
@@ -144,8 +144,10 @@ def run_real_job(cfg: RealJobConfig, java_options: Iterable[str] = ()) -> dict[s
     # the MiniCluster's own temporary files (RocksDB's working folders, blobs, the RPC system's
     # jars) in an owner-tagged folder of this job, removed after it, not left in /tmp
     local = Path(tempdirs.make("statebench-real-job-", dir=cfg.checkpoint_dir.parent))
-    cmd = [build.java, f"-Xmx{cfg.heap_mb}m", f"-Djava.io.tmpdir={local}", *JVM_OPTIONS,
-           *java_options, "-cp", build.classpath, MAIN, *cfg.arguments(),
+    # the lanes' task JVM's heap (FlinkWorker, TASK_JVM_OPTIONS): like for like
+    cmd = [build.java, f"-Xms{cfg.heap_mb}m", f"-Xmx{cfg.heap_mb}m", f"-Djava.io.tmpdir={local}",
+           *JVM_OPTIONS, *TASK_JVM_OPTIONS, *java_options, "-cp", build.classpath, MAIN,
+           *cfg.arguments(),
            "--conf", f"io.tmp.dirs={local}"]
     return run_job_jvm(
         cmd, local, cfg.timeout_s,

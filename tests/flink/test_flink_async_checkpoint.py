@@ -5,6 +5,7 @@ logical clock a full_snapshot checkpoint holds exactly what the barrier's time s
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 from backends.flink import FlinkWorker, events
+from backends.flink.build import ensure_worker_built
 from tests.flink.conftest import start_worker
 from tests.runner.conftest import small_spec
 from workloads.run.engines.inprocess import run_in_process
@@ -194,3 +196,31 @@ def test_the_specs_max_in_flight_reaches_every_ev_checkpoint(
     finally:
         close_idle_workers()
     assert sent and set(sent) == {8 if max_in_flight is None else max_in_flight}
+
+
+def test_a_pause_between_batches_is_counted_apart_from_the_loops(heap: FlinkWorker) -> None:
+    """A collection while the JVM waits for its next batch (here one asked for by jcmd, as the
+    checkpoint thread's allocation sets one off while Python encodes) is in gc_ms but not in
+    the loops' share, so the lane charges it to busy time (``LaneStats.gc_outside_busy_ns``)."""
+    java = ensure_worker_built().java
+    jcmd = Path(java).with_name("jcmd")
+    if not jcmd.exists():
+        pytest.fail(f"no jcmd beside {java}: the JDK is incomplete")
+    heap.reset("heap")
+    keys = np.arange(3 * KEYS, dtype=np.int64)
+    heap.send(events.encode_open(_lane((0, 0, 0, 0, 0, 0, 0))) + _updates(keys, 10))
+    subprocess.run([str(jcmd), str(heap.pid), "GC.run"], check=True, capture_output=True,
+                   timeout=60)
+    [raw] = heap.send(_updates(keys, 20) + events.encode_stats())
+    stats = events.decode_stats(raw)
+    assert stats.gc_count >= 1  # the full collection of 300 k live entries at least
+    assert 0 <= stats.gc_in_busy_ms < stats.gc_ms
+    assert stats.gc_outside_busy_ns == (stats.gc_ms - stats.gc_in_busy_ms) * 1_000_000
+
+
+def test_gc_outside_the_busy_windows_is_never_negative() -> None:
+    """Pauses are read in whole ms at a window's two ends, so the loops' share can round above
+    the total by a ms; what is charged is never below zero."""
+    base = events.LaneStats(1, 1, 1, 0, [], 0, 0, [], [], 0, 0, gc_ms=5, gc_count=1,
+                            gc_in_busy_ms=6)
+    assert base.gc_outside_busy_ns == 0

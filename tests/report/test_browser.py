@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from workloads.report import render_report
+from workloads.report.fidelity import fidelity_charts
 from workloads.report.figures import COMPACTION_NAME, charts
 from workloads.report.load import load_run
 
@@ -95,8 +96,10 @@ def png_stats(png: bytes) -> tuple[int, int, float, int]:
 
 
 def expected_charts(report_path: Path) -> int:
-    """How many charts the report's run should draw (every view with data, per workload)."""
-    return sum(len(items) for items in charts(load_run(report_path.parent)).values())
+    """How many charts the report's run should draw (every view with data, per workload, and
+    the fidelity plots when the run has Flink's lanes beside statebench's backends)."""
+    run = load_run(report_path.parent)
+    return sum(len(items) for items in charts(run).values()) + len(fidelity_charts(run))
 
 
 def check_in_browser(browser: object, report_path: Path, strategies: set[str],
@@ -250,25 +253,19 @@ def test_browser_sees_compaction_filter_traces_and_compaction_markers(
 
 
 @pytest.fixture(scope="session")
-def real_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, set[str]]]:
-    """A real comparison (in-process, small) of the shipped default workloads, rendered, and per
-    workload the strategies that ran on at least one backend (the others are reported n/a, not
-    drawn)."""
-    from workloads.run.compare import (
-        DEFAULT_SPECS,
-        comparison_configs,
-        load_specs,
-        run_comparison,
-        write_comparison,
-    )
-    from workloads.run.plan import plan_scenarios
+def real_report(default_comparison: Path) -> tuple[Path, dict[str, set[str]]]:
+    """The session's real comparison of the shipped default workloads (in-process, small, with
+    Flink's lanes when the extra is installed: tests/conftest.py), rendered, and per workload
+    the strategies that ran on at least one backend (the others are reported n/a, not drawn)."""
+    import pyarrow.parquet as pq
 
-    configs = comparison_configs(load_specs(DEFAULT_SPECS, events=50_000), repetitions=2)
-    outcomes = run_comparison(configs, in_process=True)
-    run_dir = write_comparison(outcomes, tmp_path_factory.mktemp("real-results"))
-    ran = {cfg.spec.name: {scenario.strategy for scenario in plan_scenarios(cfg)[0]}
-           for cfg in configs}
-    return render_report(run_dir), ran
+    rows = pq.read_table(default_comparison / "rows.parquet",
+                         columns=["workload", "strategy", "metric", "task"]).to_pylist()
+    ran: dict[str, set[str]] = {}
+    for r in rows:
+        if r["metric"] == "records_per_s" and r["task"] == -1:
+            ran.setdefault(r["workload"], set()).add(r["strategy"])
+    return render_report(default_comparison), ran
 
 
 def test_real_comparison_renders_in_chromium(

@@ -14,14 +14,11 @@ from workloads import cli
 from workloads.report.fmt import fmt_ratio
 
 
-@pytest.fixture(scope="module")
-def compared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    results = tmp_path_factory.mktemp("compare-results")
-    status = cli.main(["compare", "--in-process", "--events", "30000", "--repetitions", "2",
-                       "--results-dir", str(results)])
-    assert status == 0
-    (run_dir,) = list(results.iterdir())
-    return run_dir
+@pytest.fixture
+def compared(default_comparison: Path) -> Path:
+    """The session's default comparison (tests/conftest.py; `compare --in-process --events 30000
+    --repetitions 2`)."""
+    return default_comparison
 
 
 def test_compare_covers_the_default_matrix(compared: Path, capsys) -> None:

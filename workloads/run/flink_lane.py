@@ -46,9 +46,13 @@ are the same metrics on the same barriers as :class:`workloads.run.keyed_operato
   stay exact under the logical clock.
 * Throughput: post-warm-up records over busy time = the Java loop's nanoseconds (one
   ``System.nanoTime()`` per record, the same log-linear latency buckets), the Python column
-  encoding, the synchronous phases and the barrier waits; never the asynchronous phase (its
-  cost to the task shows as a slower loop while it runs). The pipe transfer is input, like
-  Spark's.
+  encoding, the synchronous phases and the barrier waits, and every garbage-collection pause
+  after the warm-up that fell outside those (the JVM waits for the next batch while Python
+  encodes it, and a pause then would not count, though a Flink task, never idle, is stopped by
+  each one: which pauses fell there depended on who allocated, so heap full_snapshot's, set off
+  by the task, counted and none's, set off by its long asynchronous phases, mostly did not);
+  never the asynchronous phase (its cost to the task shows as a slower loop while it runs).
+  The pipe transfer is input, like Spark's.
 * Checkpoint rows (``workloads.run.metrics``): per checkpoint ``checkpoint_sync_ms``,
   ``checkpoint_async_ms`` (= ``checkpoint_upload_ms``: the asynchronous phase writes the files
   to the local checkpoint folder), ``checkpoint_total_ms`` (sync + async wall),
@@ -510,7 +514,7 @@ class FlinkLaneOperator:
         stats = events.decode_stats(results[-1])
         async_cpu_ms = self._checkpoint_rows(stats.checkpoints)
         checkpoint_ns = self._sync_ns + self._wait_ns
-        busy_ns = stats.busy_ns + self._python_ns + checkpoint_ns
+        busy_ns = stats.busy_ns + self._python_ns + checkpoint_ns + stats.gc_outside_busy_ns
         rate = stats.post_records / (busy_ns / 1e9) if busy_ns > 0 else 0.0
         add(task, rep, NO_TIME, "records", stats.records, "count")
         add(task, rep, NO_TIME, "records_per_s", rate, "records/s")

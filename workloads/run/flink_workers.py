@@ -13,6 +13,7 @@ import threading
 from typing import Any
 
 from backends.flink import FlinkWorker
+from backends.flink.worker import TASK_JVM_OPTIONS
 
 TIMEOUT_S = 120.0  # per frame, beyond any pacing wait
 
@@ -32,7 +33,8 @@ class WorkerPool:
         with self._lock:
             worker = self._idle.pop() if self._idle else None
         if worker is None:
-            return FlinkWorker(kind, timeout_s=self.timeout_s, **options)
+            return FlinkWorker(kind, timeout_s=self.timeout_s, java_options=TASK_JVM_OPTIONS,
+                               **options)
         try:
             worker.reset(kind, **options)
         except BaseException:

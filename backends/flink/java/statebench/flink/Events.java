@@ -145,11 +145,28 @@ final class Events implements CommandFamily {
          *  lane's own, in the void namespace. An operator lane registers its kind's. */
         Registrar registrar;
 
+        // GC ms of the measured part that fell inside the task's busy windows (its loops over a
+        // batch, a checkpoint's synchronous phase and barrier wait): the caller charges the
+        // rest to busy time too, as a Flink task, never idle, is stopped by every pause
+        long busyGcMs;
+
         /** The measured part begins: the JVM's GC totals so far are not its own. */
         void measureGc() {
             long[] gc = gcTotals();
             gcMs0 = gc[0];
             gcCount0 = gc[1];
+        }
+
+        /** A busy window begins: the GC ms so far, or -1 while the warm-up is not over. */
+        long busyWindowStart() {
+            return gcMs0 >= 0 ? gcTotals()[0] : -1;
+        }
+
+        /** A busy window that began at {@code start} ends: its GC ms after the warm-up. */
+        void busyWindowEnd(long start) {
+            if (gcMs0 >= 0) {
+                busyGcMs += gcTotals()[0] - (start >= 0 ? start : gcMs0);
+            }
         }
 
         long wallNow() {
@@ -265,6 +282,7 @@ final class Events implements CommandFamily {
                 boolean measured = l.gcMs0 >= 0;
                 result.add(measured ? gc[0] - l.gcMs0 : 0L);
                 result.add(measured ? gc[1] - l.gcCount0 : 0L);
+                result.add(measured ? l.busyGcMs : 0L);
                 out.result(result);
                 return;
             }
@@ -272,8 +290,11 @@ final class Events implements CommandFamily {
                 long id = in.i64();
                 String folder = in.str();
                 int maxInFlight = in.i32();
-                lane();
-                out.result(b.checkpointAsync(id, folder, maxInFlight));
+                Lane l = lane();
+                long gc0 = l.busyWindowStart();
+                List<Object> result = b.checkpointAsync(id, folder, maxInFlight);
+                l.busyWindowEnd(gc0);
+                out.result(result);
                 return;
             }
             case EV_RESTORE:
@@ -558,6 +579,7 @@ final class Events implements CommandFamily {
         long during = 0;
         long duringNanos = 0;
         boolean async = !fb.inFlight.isEmpty();
+        long gc0 = l.busyWindowStart();
         long stamp = System.nanoTime();
         for (int i = 0; i < n; i++) {
             // a checkpoint's asynchronous phase runs beside this record? Once one finished, the
@@ -690,6 +712,7 @@ final class Events implements CommandFamily {
                 }
             }
         }
+        l.busyWindowEnd(gc0);
         l.lastT = lastT;
         l.warmLeft = warmLeft;
         l.records += n;

@@ -300,7 +300,13 @@ final class ForStAsyncLane implements CommandFamily {
                 long id = in.i64();
                 String folder = in.str();
                 int maxInFlight = in.i32();
-                out.result(checkpoint(id, folder, maxInFlight));
+                Events.Lane l = lane;  // null before EV_OPEN: checkpoint() says so
+                long gc0 = l == null ? -1 : l.busyWindowStart();
+                List<Object> result = checkpoint(id, folder, maxInFlight);
+                if (l != null) {
+                    l.busyWindowEnd(gc0);
+                }
+                out.result(result);
                 return;
             }
             case Events.EV_RESTORE:
@@ -562,6 +568,7 @@ final class ForStAsyncLane implements CommandFamily {
         long duringNanos = 0;
         long warmLeft = l.warmLeft;
         boolean async = !inFlight.isEmpty();
+        long gc0 = l.busyWindowStart();
         long stamp = System.nanoTime();
         for (int i = 0; i < n; i++) {
             boolean inAsync = false;
@@ -674,6 +681,7 @@ final class ForStAsyncLane implements CommandFamily {
         if (n > 0 && post > 0) {
             postNanos += drain * post / n;
         }
+        l.busyWindowEnd(gc0);
         l.warmLeft = warmLeft;
         l.records += n;
         l.postRecords += post;
@@ -727,6 +735,7 @@ final class ForStAsyncLane implements CommandFamily {
         boolean measured = l.gcMs0 >= 0;
         result.add(measured ? gc[0] - l.gcMs0 : 0L);
         result.add(measured ? gc[1] - l.gcCount0 : 0L);
+        result.add(measured ? l.busyGcMs : 0L);
         return result;
     }
 

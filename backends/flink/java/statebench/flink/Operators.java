@@ -329,6 +329,7 @@ final class Operators implements CommandFamily {
         long during = 0;
         long duringNanos = 0;
         boolean async = !fb.inFlight.isEmpty();
+        long gc0 = l.busyWindowStart();
         long stamp = System.nanoTime();
         for (int i = 0; i < n; i++) {
             boolean inAsync = false;
@@ -374,6 +375,7 @@ final class Operators implements CommandFamily {
                 }
             }
         }
+        l.busyWindowEnd(gc0);
         l.lastT = lastT;
         l.warmLeft = warmLeft;
         l.records += n;

@@ -211,7 +211,15 @@ public final class Worker {
                 if (current != null) {
                     FlinkBackend old = current;
                     current = null;
+                    boolean held = !old.states.isEmpty();
                     old.close();
+                    if (held) {
+                        // the next backend starts on an empty heap, as a fresh job's JVM does:
+                        // the last one's garbage would otherwise set when the next task's
+                        // collections come and what they copy. Once per task: a kept worker is
+                        // reset to an empty backend when its task ends, then to the next task's
+                        System.gc();
+                    }
                 }
                 current = new FlinkBackend(o);
                 return;
