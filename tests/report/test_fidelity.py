@@ -265,7 +265,7 @@ def test_fidelity_section_renders_in_chromium(make_run: Callable[..., Path]) -> 
                                          headless=True)
             try:
                 tb.check_in_browser(browser, report, set(run.strategies),
-                                    charts_expected=tb.expected_charts(report) + len(fid))
+                                    charts_expected=tb.expected_charts(report))
                 page = browser.new_page(viewport=tb.VIEWPORT)
                 page.goto(report.as_uri(), wait_until="load")
                 page.wait_for_function(
