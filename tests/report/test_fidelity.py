@@ -6,6 +6,7 @@ exactly where the two sides are more than 1.5x apart, and Flink lanes labelled a
 from __future__ import annotations
 
 import re
+import statistics
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -23,8 +24,11 @@ from workloads.report.fidelity import (
     DISAGREE,
     INCREMENTAL_HEAP_REASON,
     TTL_ROW,
+    Comparison,
+    Cost,
     cause_shares,
     comparisons,
+    factor_interval,
     fidelity_charts,
     fidelity_findings,
     has_reference_lanes,
@@ -352,3 +356,65 @@ def test_a_throughput_disagreement_is_put_down_to_a_measured_cause(
         f"0.0%, checkpoint-thread CPU {shares['checkpoint_async_cpu_s']:.1%} vs "
         f"{full['checkpoint_async_cpu_s']:.1%}; the largest difference is checkpoint-thread "
         f"CPU ({deltas['checkpoint_async_cpu_s'] * 100:+.1f} points).")
+
+
+@pytest.mark.parametrize(("mine", "theirs", "verdict"), [
+    ((1.0, 1.05, 0.95), (1.1, 1.0, 1.2), "agree"),
+    ((0.3, 0.32, 0.28), (0.9, 1.0, 0.95), "disagree"),
+    ((0.9, 0.83, 1.05), (1.92, 1.33, 1.07), "undecided"),  # a default comparison's, 2026-11-26
+])
+def test_a_timed_verdict_needs_every_repetition(mine: tuple[float, ...],
+                                                theirs: tuple[float, ...], verdict: str) -> None:
+    """With repetitions on both sides, agree or disagree only where the factor's interval says
+    so (three a side: every pairing of one repetition on each side); the medians alone would
+    have said agree (1.35x apart) for the third, whose interval is 0.43x-0.98x."""
+    def cost(reps: tuple[float, ...]) -> Cost:
+        return Cost(statistics.median(reps), 1.0, reps)
+
+    c = Comparison("w", "heap", "flink-heap", "full_snapshot", "records_per_s", "throughput",
+                   "records/s", cost(mine), cost(theirs))
+    assert c.verdict == verdict and c.disagrees == (verdict == "disagree")
+    lo, hi = c.factor_interval
+    assert lo <= c.factor <= hi
+    assert (lo, hi) == pytest.approx((min(mine) / max(theirs), max(mine) / min(theirs)))
+    # without repetitions the medians decide, as for a peak over logical time
+    medians = Comparison("w", "heap", "flink-heap", "full_snapshot", "records_per_s",
+                         "throughput", "records/s", Cost(c.mine.value, 1.0),
+                         Cost(c.theirs.value, 1.0))
+    assert medians.factor_interval is None
+    assert medians.verdict == ("disagree" if c.fold > DISAGREE else "agree")
+
+
+def test_an_undecided_row_says_so_in_the_table_and_the_findings(
+        make_run: Callable[..., Path]) -> None:
+    """Flink's repetitions of incremental spread across the band (0.3x to 1.0x of its none's):
+    the heap row is undecided, in a finding and in its cell, never agree or disagree."""
+    run_dir = make_run("spread", flink=True)
+    path = run_dir / "rows.parquet"
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    scale = {0: 0.3, 1: 1.0, 2: 0.6}
+    for r in rows:
+        if (r["backend"], r["strategy"], r["metric"]) == ("flink-heap", "incremental",
+                                                          "records_per_s"):
+            r["value"] *= scale[r["step"]] / 0.78  # the model's incremental factor
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+    run = load_run(run_dir)
+    for w in run.workloads:
+        (c,) = [c for c in comparisons(run, w) if (c.strategy, c.metric, c.ours)
+                == ("incremental", "records_per_s", "heap")]
+        assert c.verdict == "undecided"
+        found = [s.text for s in fidelity_findings(run, w) if "undecided" in s.text]
+        assert len(found) == 1 and found[0].startswith("On heap, incremental costs statebench")
+    section = _fidelity_section(report_html(run))
+    assert section.count('data-verdict="undecided"') == len(run.workloads)
+
+
+def test_the_interval_narrows_with_more_repetitions() -> None:
+    """One slow repetition in nine (a cold JVM's first) no longer spans the band: the interval
+    is of the medians' factor, not of every pairing, so more repetitions settle a verdict."""
+    mine = (1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0, 0.3)
+    theirs = (1.1, 1.08, 1.12, 1.09, 1.11, 1.1, 1.07, 1.13, 1.1)
+    lo, hi = factor_interval(mine, theirs)
+    assert min(mine) / max(theirs) < 1 / DISAGREE < lo <= hi < DISAGREE
+    assert factor_interval(mine, theirs) == (lo, hi)  # seeded

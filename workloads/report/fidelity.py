@@ -29,10 +29,12 @@ relative to ``none`` on each, so ForSt's relative costs sit beside RocksDB's.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -54,6 +56,11 @@ MEASURES = (
 BASELINE = "none"
 #: Relative costs further apart than this factor disagree (issue 12's steering goal).
 DISAGREE = 1.5
+#: The interval of a factor of timed numbers (factor_interval): confidence, bootstrap
+#: replicates and seed.
+INTERVAL_CONFIDENCE = 0.95
+INTERVAL_REPLICATES = 2_000
+INTERVAL_SEED = 15
 #: A cost both sides reproduce is worth a sentence when it is at least this large either way.
 NOTABLE = 1.5
 #: The row comparing the TTL workload's ``none`` with the same workload without a TTL.
@@ -81,10 +88,13 @@ CAUSES = (
 @dataclass(frozen=True)
 class Cost:
     """One backend's number for a strategy and for what it is compared with (``none``, or the
-    same workload without a TTL)."""
+    same workload without a TTL), and the ratio each repetition gives (its value over the
+    same repetition's base: the jobs run repetition by repetition, so a repetition's two jobs
+    met the same machine) when both are per-repetition numbers of two or more repetitions."""
 
     value: float
     base: float
+    reps: tuple[float, ...] = ()
 
     @property
     def ratio(self) -> float | None:
@@ -121,8 +131,34 @@ class Comparison:
         return None if f is None else max(f, 1 / f)
 
     @property
+    def factor_interval(self) -> tuple[float, float] | None:
+        """A 95% interval of the medians' factor (:func:`factor_interval`) when both sides have
+        per-repetition ratios; None otherwise (a peak over logical time is one number)."""
+        if self.mine is None or self.theirs is None or not (self.mine.reps and self.theirs.reps):
+            return None
+        return factor_interval(self.mine.reps, self.theirs.reps)
+
+    @property
+    def verdict(self) -> str:
+        """agree, disagree or undecided (empty when a side is missing). With repetitions
+        on both sides, agree or disagree only where the factor's interval lies wholly inside
+        or wholly outside the band (an exact number repeats, so its interval is its one
+        factor); without, the medians' factor decides."""
+        if self.fold is None:
+            return ""
+        span = self.factor_interval
+        if span is None:
+            return "disagree" if self.fold > DISAGREE else "agree"
+        lo, hi = span
+        if lo > DISAGREE or hi < 1 / DISAGREE:
+            return "disagree"
+        if lo >= 1 / DISAGREE and hi <= DISAGREE:
+            return "agree"
+        return "undecided"
+
+    @property
     def disagrees(self) -> bool:
-        return self.fold is not None and self.fold > DISAGREE
+        return self.verdict == "disagree"
 #: Flink's RocksDB lane and ForSt's, compared with each other (both are Flink's own backends).
 FORST_PAIR = ("flink-rocksdb", "flink-forst")
 #: (metric, what it is, unit) of the ForSt-beside-RocksDB table.
@@ -196,13 +232,41 @@ def no_ttl_partner(run: Run, workload: str) -> str | None:
     return None
 
 
+def factor_interval(mine: Sequence[float], theirs: Sequence[float]) -> tuple[float, float]:
+    """The 95% percentile-bootstrap interval of median(mine) / median(theirs), each side's
+    repetitions resampled with replacement, seeded (the same numbers always give the same
+    interval), as the per-op suite's ratios (bench/perop_stats.py). With three repetitions a
+    side it spans every pairing of one repetition on each side; it narrows with more."""
+    rng = np.random.default_rng(INTERVAL_SEED)
+    medians = []
+    for side in (np.asarray(mine, dtype=float), np.asarray(theirs, dtype=float)):
+        drawn = side[rng.integers(0, side.size, size=(INTERVAL_REPLICATES, side.size))]
+        medians.append(np.median(drawn, axis=1))
+    tail = (1 - INTERVAL_CONFIDENCE) / 2 * 100
+    lo, hi = np.percentile(medians[0] / medians[1], [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
 def _cost(run: Run, key: ScenarioKey, base: ScenarioKey, metric: str) -> Cost | None:
     if key in run.not_applicable or base in run.not_applicable:
         return None
     a, b = stat(run, key, metric), stat(run, base, metric)
     if a is None or b is None or not (math.isfinite(a.center) and math.isfinite(b.center)):
         return None
-    return Cost(a.center, b.center)
+    return Cost(a.center, b.center, _rep_ratios(run, key, base, metric))
+
+
+def _rep_ratios(run: Run, key: ScenarioKey, base: ScenarioKey, metric: str) -> tuple[float, ...]:
+    """Each repetition's value over the same repetition's base (summary metrics of two or
+    more repetitions on both; else empty)."""
+    a, b = run.get(key, metric), run.get(base, metric)
+    if a is None or b is None or a.kind != "summary" or b.kind != "summary":
+        return ()
+    of_base = dict(zip(b.steps.tolist(), b.values.tolist()))
+    ratios = tuple(v / of_base[step] for step, v in zip(a.steps.tolist(), a.values.tolist())
+                   if step in of_base and of_base[step] > 0
+                   and math.isfinite(v) and math.isfinite(of_base[step]))
+    return ratios if len(ratios) >= 2 else ()
 
 
 def _strategies(run: Run, workload: str) -> list[str]:
@@ -265,7 +329,7 @@ def _sentence(run: Run, c: Comparison) -> Sentence | None:
     a, b = c.mine.ratio, c.theirs.ratio
     assert a is not None and b is not None  # fold is set only when both ratios are
     notable = all(r <= 1 / NOTABLE or r >= NOTABLE for r in (a, b))
-    if not c.disagrees and not notable:
+    if c.verdict == "agree" and not notable:
         return None
     s = Sentence(severity="warn" if c.disagrees else "info")
     s.t(f"On {_kind(c.ours)}, ").b(_subject(c))
@@ -275,6 +339,12 @@ def _sentence(run: Run, c: Comparison) -> Sentence | None:
     else:
         s.t(f" keeps {c.noun} at {fmt_ratio(a)} of {_against(c)} on statebench and "
             f"{fmt_ratio(b)} on Flink")
+    if c.verdict == "undecided":
+        lo, hi = c.factor_interval or (c.fold, c.fold)  # undecided only with repetitions
+        return s.t(": ").b("undecided").t(
+            f": over their repetitions statebench's ratio is {fmt_ratio(lo)} to "
+            f"{fmt_ratio(hi)} of Flink's (95% interval), inside and outside {DISAGREE:g}{TIMES} "
+            f"(medians {fmt_ratio(c.fold)} apart).")
     if not c.disagrees:
         return s.t(": they agree.")
     s.t(": they ").b(f"disagree by {fmt_ratio(c.fold)}").t(".")
@@ -369,6 +439,12 @@ def _verdict(c: Comparison) -> str:
     if c.disagrees:
         return (f'<td class="different" data-verdict="disagree">disagree, '
                 f"{escape(fmt_ratio(c.fold))} apart</td>")
+    if c.verdict == "undecided":
+        lo, hi = c.factor_interval or (c.fold, c.fold)
+        title = escape(f"95% interval of the factor {lo:.3g}-{hi:.3g}: across the band's edge")
+        return (f'<td data-verdict="undecided" title="{title}">undecided '
+                f"({escape(fmt_ratio(c.fold))}; interval {escape(fmt_ratio(lo))}-"
+                f"{escape(fmt_ratio(hi))})</td>")
     return f'<td data-verdict="agree">agree ({escape(fmt_ratio(c.fold))})</td>'
 
 
@@ -597,7 +673,10 @@ def fidelity_html(run: Run) -> str | None:
     parts = [
         f"<p>Each strategy's cost relative to <code>{BASELINE}</code> on the same backend, "
         "statebench's heap against Flink's heap and statebench's RocksDB against Flink's "
-        f"RocksDB. Relative costs more than {DISAGREE:g}{TIMES} apart disagree.</p>"
+        f"RocksDB. Relative costs more than {DISAGREE:g}{TIMES} apart disagree; with "
+        "repetitions on both sides only where a 95% interval of the two costs' factor (each "
+        "side's repetitions resampled) lies wholly outside the band, and they agree only where "
+        "it lies wholly inside; otherwise the row is undecided.</p>"
     ]
     for workload in fidelity_workloads(run):
         rows = comparisons(run, workload)

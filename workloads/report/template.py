@@ -85,6 +85,7 @@ tr.changed th, tr.changed td { background: var(--warn-bg); }
 tr[data-backend^="flink-"] > td:first-child, th.reference { background: var(--clock-bg);
     color: var(--clock); }
 table.fidelity td[data-verdict="agree"] { color: var(--muted); }
+table.fidelity td[data-verdict="undecided"] { color: var(--muted); font-style: italic; }
 table.kv th { background: var(--bg-alt); white-space: nowrap; }
 pre { background: var(--bg-alt); border: 1px solid var(--line); padding: .7rem; overflow-x: auto;
       font-size: .8rem; margin: 0; }
