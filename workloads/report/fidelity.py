@@ -343,8 +343,8 @@ def _sentence(run: Run, c: Comparison) -> Sentence | None:
         lo, hi = c.factor_interval or (c.fold, c.fold)  # undecided only with repetitions
         return s.t(": ").b("undecided").t(
             f": over their repetitions statebench's ratio is {fmt_ratio(lo)} to "
-            f"{fmt_ratio(hi)} of Flink's (95% interval), inside and outside {DISAGREE:g}{TIMES} "
-            f"(medians {fmt_ratio(c.fold)} apart).")
+            f"{fmt_ratio(hi)} of Flink's (95% interval), across an edge of the "
+            f"{DISAGREE:g}{TIMES}-either-way band (medians {fmt_ratio(c.fold)} apart).")
     if not c.disagrees:
         return s.t(": they agree.")
     s.t(": they ").b(f"disagree by {fmt_ratio(c.fold)}").t(".")
