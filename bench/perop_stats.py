@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workloads.results.band import verdict
+
 #: Confidence of every interval here.
 CONFIDENCE = 0.95
 #: Bootstrap replicates: the 2.5th/97.5th percentiles of 2,000 replicates move by well under 1%.
@@ -120,16 +122,6 @@ class Ratio:
     def to_json(self) -> dict:
         return {"value": self.value, "ci_low": self.ci_low, "ci_high": self.ci_high,
                 "verdict": self.verdict}
-
-
-def verdict(lo: float, hi: float, band: float) -> str:
-    """agree when the whole interval lies within [1/band, band], disagree when it lies wholly
-    outside, undecided when it straddles an edge."""
-    if lo >= 1 / band and hi <= band:
-        return "agree"
-    if hi < 1 / band or lo > band:
-        return "disagree"
-    return "undecided"
 
 
 def process_ratios(on: Groups, off: Groups) -> list[float]:

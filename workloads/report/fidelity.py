@@ -45,6 +45,7 @@ from workloads.report.load import Run, ScenarioKey, backend_label, is_reference
 from workloads.report.metrics import STORED_ENTRIES
 from workloads.report.stats import stat
 from workloads.report.template import chart_html
+from workloads.results.band import verdict as band_verdict
 
 #: (statebench backend, the Flink lane it is compared with).
 PAIRS = (("heap", "flink-heap"), ("rocksdb", "flink-rocksdb"))
@@ -149,12 +150,7 @@ class Comparison:
         span = self.factor_interval
         if span is None:
             return "disagree" if self.fold > DISAGREE else "agree"
-        lo, hi = span
-        if lo > DISAGREE or hi < 1 / DISAGREE:
-            return "disagree"
-        if lo >= 1 / DISAGREE and hi <= DISAGREE:
-            return "agree"
-        return "undecided"
+        return band_verdict(*span, DISAGREE)
 
     @property
     def disagrees(self) -> bool:
