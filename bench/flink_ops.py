@@ -29,6 +29,11 @@ asv (``bench/bench_flink.py``, the full protocol) and the command line (``python
   performance-anchors.md; no background compaction left running into the measured values, whose
   CPU time they would otherwise carry by chance).
 
+* **The machine gate** (bench/machine_gate.py): a short probe before every measured round and
+  after each of its values; a round the probe found the machine slow in is taken again (at most
+  as many times as there are measured rounds per process), so a neighbour's burst does not pick
+  which rounds a median stands on.
+
 Each value is recorded twice: by wall clock (JMH's and pyperf's measure) and by the process's
 CPU time (which a shared machine's descheduling does not inflate; the headline, see
 bench/perop.py). A process's CPU time includes its helper threads: the JVM's GC and JIT threads,
@@ -56,6 +61,7 @@ from typing import Any
 
 import backends as B
 from bench.fixtures import ttl_config_for
+from bench.machine_gate import MachineGate
 
 KEYS = 100_000
 MAP_KEYS = 10
@@ -138,6 +144,8 @@ class OpRun:
     warmup: list[float]
     steady: bool
     shortest_s: float
+    retaken: int = 0  # measured rounds the machine gate took again (bench/machine_gate.py)
+    slow_kept: int = 0  # rounds kept although the gate found the machine slow
 
 
 def rotated_modes(n: int) -> tuple[str, ...]:
@@ -152,7 +160,8 @@ def rotated_modes(n: int) -> tuple[str, ...]:
 FORK_HEAP_MB = 1024
 
 
-def flink_forks(kind: str, op: str, protocol: Protocol, n: int = 0) -> dict[str, OpRun]:
+def flink_forks(kind: str, op: str, protocol: Protocol, n: int = 0,
+                gate: MachineGate | None = None) -> dict[str, OpRun]:
     """The `n`-th forks of one op: a fresh JVM worker per TTL mode, each holding that mode's
     one state, as JMH forks per benchmark and flink-benchmarks' state benchmarks hold one
     state. The three JVMs live together: each warms up in turn, then their measured iterations
@@ -179,7 +188,10 @@ def flink_forks(kind: str, op: str, protocol: Protocol, n: int = 0) -> dict[str,
       different point of that cycle: entries with TTL are larger, so their memtable flushed
       sooner: the median of Flink's RocksDB map put with TTL over without was 0.91-1.36 in
       nine runs (mostly at or above 1), and 0.94-0.99 in three runs with the flush.
-      statebench's worker flushes its memtables (one per state) at the same point."""
+      statebench's worker flushes its memtables (one per state) at the same point.
+    * `gate` (this process's machine gate) probes the machine before the round and after each
+      turn: a round in which the machine ran slow is taken again, at most jvm_iterations times
+      per fork group; the retaken turns' spans are left out of every rate."""
     from contextlib import ExitStack
 
     from backends.flink import FlinkWorker
@@ -209,16 +221,34 @@ def flink_forks(kind: str, op: str, protocol: Protocol, n: int = 0) -> dict[str,
         rates: dict[str, list[float]] = {m: [] for m in modes}
         ops: dict[str, list[int]] = {m: [] for m in modes}
         clocks: dict[str, list[int]] = {m: [] for m in modes}
-        for r in range(protocol.jvm_iterations):
+        kept: list[bool] = []  # per turn of every JVM (all take one turn per round)
+        gate = gate if gate is not None else MachineGate(protocol.keys)
+        before = (gate.counts.retaken, gate.counts.slow_kept)
+        retakes, r = protocol.jvm_iterations, 0
+        while r < protocol.jvm_iterations:
+            fast = gate.wait()
+            turns = {}
             for mode in rotated_modes(n + r):
-                got = resumed(mode, 1)
-                rates[mode] += got["rates"]
-                ops[mode] += got["ops"]
-                clocks[mode] += got["cpu_starts_ns"]
+                turns[mode] = resumed(mode, 1)
+                ops[mode] += turns[mode]["ops"]
+                clocks[mode] += turns[mode]["cpu_starts_ns"]
+                fast = gate.check() and fast
+            keep = gate.settle(fast, retakes > 0)
+            kept.append(keep)
+            if keep:
+                for mode, got in turns.items():
+                    rates[mode] += got["rates"]
+                r += 1
+            else:
+                retakes -= 1
         for mode in modes:  # each JVM's CPU clock once every JVM has had its last turn
             clocks[mode].append(resumed(mode, 0)["cpu_clock_ns"])
-    return {m: OpRun(rates[m], charged_cpu_rates(ops[m], clocks[m]), list(warm[m]["warmup"]),
-                     bool(warm[m]["steady"]), protocol.jvm_iteration_ms / 1000) for m in MODES}
+    retaken = gate.counts.retaken - before[0]
+    slow_kept = gate.counts.slow_kept - before[1]
+    return {m: OpRun(rates[m], list(itertools.compress(charged_cpu_rates(ops[m], clocks[m]),
+                                                        kept)),
+                     list(warm[m]["warmup"]), bool(warm[m]["steady"]),
+                     protocol.jvm_iteration_ms / 1000, retaken, slow_kept) for m in MODES}
 
 
 def charged_cpu_rates(ops: list[int], clocks_ns: list[int]) -> list[float]:
@@ -351,14 +381,16 @@ def _calibrated(loop: Callable[[list[int]], int], chunks: list[list[int]],
         loops *= 2
 
 
-def statebench_op(sb: _Backend, op: str, protocol: Protocol) -> dict[str, OpRun]:
+def statebench_op(sb: _Backend, op: str, protocol: Protocol,
+                  gate: MachineGate | None = None) -> dict[str, OpRun]:
     """One op in this process on every TTL mode, pyperf's way: each mode's loop count calibrated
     so that one value takes at least py_min_value_s, then rounds of one value per mode (order
     rotated each round), the first py_warmup rounds dropped. The states hold one value / one
     element / ten entries per key when the first op starts, as the JVM's Bench; the worker runs
     the reads first, so each read op sees the layout the fill left. (The JVM refills before
     each list_add iteration because a 1 s iteration adds ~20 elements per key; a value here adds
-    well under one per key, so lists stay bounded without it.)"""
+    well under one per key, so lists stay bounded without it.) `gate` retakes a measured round
+    in which the machine ran slow, at most py_values times per op."""
     chunks = _chunks(sb.keys)
     # RocksDB: every op starts on a flushed, compacted DB, as the JVM's (heap: nothing)
     sb.backend.compact()
@@ -367,19 +399,35 @@ def statebench_op(sb: _Backend, op: str, protocol: Protocol) -> dict[str, OpRun]
     for mode in MODES:
         loops[mode], pos[mode] = _calibrated(fns[mode], chunks, protocol.py_min_value_s)
     runs = {mode: OpRun([], [], [], True, float("inf")) for mode in MODES}
-    for rnd in range(protocol.py_warmup + protocol.py_values):
+    gate = gate if gate is not None else MachineGate(len(sb.keys))
+    before = (gate.counts.retaken, gate.counts.slow_kept)
+    retakes, rnd = protocol.py_values, 0
+    while rnd < protocol.py_warmup + protocol.py_values:
+        measured = rnd >= protocol.py_warmup
         if rnd == protocol.py_warmup:
             sb.backend.flush()  # RocksDB: measured rounds start on empty memtables, as the JVMs'
+        fast = gate.wait() if measured else True
+        taken = []
         for mode in rotated_modes(rnd):
-            run = runs[mode]
-            count, wall, cpu = _timed(fns[mode], chunks, pos[mode], loops[mode])
+            taken.append((mode, *_timed(fns[mode], chunks, pos[mode], loops[mode])))
             pos[mode] += loops[mode]
-            if rnd < protocol.py_warmup:
+            if measured:
+                fast = gate.check() and fast
+        if measured and not gate.settle(fast, retakes > 0):
+            retakes -= 1
+            continue
+        for mode, count, wall, cpu in taken:
+            run = runs[mode]
+            if not measured:
                 run.warmup.append(count / wall)
                 continue
             run.rates.append(count / wall)
             run.cpu_rates.append(count / cpu if cpu > 0 else count / wall)
             run.shortest_s = min(run.shortest_s, wall)
+        rnd += 1
+    for run in runs.values():
+        run.retaken = gate.counts.retaken - before[0]
+        run.slow_kept = gate.counts.slow_kept - before[1]
     return runs
 
 
@@ -418,29 +466,42 @@ OPS_OF_STATE = {"value": ("value_get", "value_update"), "list": ("list_get", "li
                 "map": ("map_get", "map_iterate", "map_put")}
 
 
-def statebench_worker(kind: str, state_kind: str, protocol: dict) -> dict[str, Any]:
+#: The gate's reference speed in a worker's result (beside the ops and the probe).
+GATE_REFERENCE = "gate_reference"
+
+
+def statebench_worker(kind: str, state_kind: str, protocol: dict,
+                      reference: float = 0.0) -> dict[str, Any]:
     """Body of one worker process: the machine probe, then the ops of one state kind of one
-    backend on every TTL mode, on states filled in this process. Arguments and result are plain
-    data (it crosses a process boundary): {op: {mode: OpRun as a dict}, PROBE: [ops/s]}."""
+    backend on every TTL mode, on states filled in this process. Its machine gate starts from
+    `reference`, the best the earlier workers saw. Arguments and result are plain data (it
+    crosses a process boundary): {op: {mode: OpRun as a dict}, PROBE: [ops/s],
+    GATE_REFERENCE: ops/s}."""
     proto = Protocol(**protocol)
     keys = list(range(proto.keys))
     out: dict[str, Any] = {PROBE: machine_probe(keys, proto)}
+    gate = MachineGate(proto.keys, reference)
     with tempfile.TemporaryDirectory(prefix="statebench-perop-") as tmp:
         sb = _Backend(kind, state_kind, keys, Path(tmp))
         try:
             for op in OPS_OF_STATE[state_kind]:
-                out[op] = {mode: asdict(r) for mode, r in statebench_op(sb, op, proto).items()}
+                out[op] = {mode: asdict(r)
+                           for mode, r in statebench_op(sb, op, proto, gate).items()}
         finally:
             sb.backend.close()
+    out[GATE_REFERENCE] = gate.reference
     return out
 
 
-def statebench_process(kind: str, state_kind: str, protocol: Protocol) -> dict[str, Any]:
+def statebench_process(kind: str, state_kind: str, protocol: Protocol,
+                       reference: float = 0.0) -> dict[str, Any]:
     """One worker: a fresh interpreter, as pyperf's worker processes, for one state kind (a
     fresh heap for every state, as a fresh JVM for every Flink op). It gets this process's
     sys.path (as multiprocessing's "spawn" would, without re-importing a __main__ that asv or
-    pytest owns) and answers with JSON on stdout: {op: {mode: OpRun}, PROBE: [ops/s]}."""
-    request = json.dumps({"kind": kind, "state_kind": state_kind, "protocol": asdict(protocol)})
+    pytest owns) and answers with JSON on stdout: {op: {mode: OpRun}, PROBE: [ops/s],
+    GATE_REFERENCE: ops/s}."""
+    request = json.dumps({"kind": kind, "state_kind": state_kind, "protocol": asdict(protocol),
+                          "reference": reference})
     code = ("import json, os, sys; sys.path[:0] = json.loads(os.environ['STATEBENCH_PEROP_PATH']);"
             " from bench.flink_ops import _worker_main; _worker_main()")
     # asv imports this package through its own finder, not sys.path: the package's parent goes
@@ -454,14 +515,16 @@ def statebench_process(kind: str, state_kind: str, protocol: Protocol) -> dict[s
         raise RuntimeError(f"the statebench per-op worker ({kind}, {state_kind} state) exited "
                            f"with {proc.returncode}: {tail[0]}")
     got = json.loads(proc.stdout)
-    return {op: ({mode: OpRun(**r) for mode, r in modes.items()} if op != PROBE else modes)
+    return {op: ({mode: OpRun(**r) for mode, r in modes.items()}
+                 if op not in (PROBE, GATE_REFERENCE) else modes)
             for op, modes in got.items()}
 
 
 def _worker_main() -> None:
     """Entry point of a worker process: a request on stdin, the OpRuns as JSON on stdout."""
     req = json.loads(sys.stdin.read())
-    json.dump(statebench_worker(req["kind"], req["state_kind"], req["protocol"]), sys.stdout)
+    json.dump(statebench_worker(req["kind"], req["state_kind"], req["protocol"],
+                                req.get("reference", 0.0)), sys.stdout)
 
 
 # ------------------------------------------------------------------------- the suite
@@ -481,17 +544,20 @@ def measure(protocol: Protocol, kinds: Iterable[str] = KINDS,
     check_available()
     out: Measurements = {}
     probes: list[list[float]] = []
+    gate = MachineGate(protocol.keys)  # this process's, between the forks' turns
+    worker_reference = 0.0  # the best gate reference a worker has seen
     for kind in kinds:
         for i in range(max(protocol.forks, protocol.workers)):
             if i < protocol.forks:
                 for op in OPS:
                     # the i-th forks of an op's modes: alive together, measured in turn
-                    for mode, run in flink_forks(kind, op, protocol, i).items():
+                    for mode, run in flink_forks(kind, op, protocol, i, gate).items():
                         out.setdefault(("flink", kind, mode, op), []).append(run)
             if i < protocol.workers:
                 for state_kind in OPS_OF_STATE:
-                    got = statebench_process(kind, state_kind, protocol)
+                    got = statebench_process(kind, state_kind, protocol, worker_reference)
                     probes.append(got.pop(PROBE))
+                    worker_reference = max(worker_reference, got.pop(GATE_REFERENCE))
                     for op, modes in got.items():
                         for mode, run in modes.items():
                             out.setdefault(("statebench", kind, mode, op), []).append(run)

@@ -14,11 +14,13 @@ Document (schema ``statebench-perop-3``)::
      "clock": "cpu"|"wall",
      "rates": [{"side": "flink"|"statebench", "backend", "ttl", "op", "unit": "ops/s",
                 "median", "ci_low", "ci_high", "mean", "stdev", "min", "max", "n", "groups",
-                "unstable", "unstable_reasons", "steady",
+                "unstable", "unstable_reasons", "steady", "retaken", "slow_kept",
                 "wall": {these numbers by wall clock}, "cpu": {... by process CPU time},
                 "values": {"wall": [[ops/s per round] per fork / worker], "cpu": [...],
                            "warmup": [[warm-up rates] per process]}}],
      "machine_probe": {the same numbers for a plain dict loop, "values": [[...] per worker]},
+     "gate": {"floor", "probe_s", "wait_s", "reference_quantile", "retaken_rounds",
+              "slow_rounds_kept"},
      "cells": [{"backend", "ttl": "on"|"on_no_bg", "op",
                 "flink_ttl_over_off": {"value", "ci_low", "ci_high"},  (median over processes)
                 "statebench_ttl_over_off": {...},
@@ -43,7 +45,10 @@ straddles an edge. A cell is unstable when any of its four rate series is.
 
 Absolute rates move with the machine: ``machine_probe`` is a plain dict loop timed first thing
 in every statebench worker (fresh, before it fills any state), and ``compare`` sets the
-medians' moves beside the probe's.
+medians' moves beside the probe's. Within a run, the machine gate (bench/machine_gate.py)
+retakes a round measured while a short probe found the machine below 70% of its speed; a
+rate's ``retaken`` counts such rounds over its processes, ``slow_kept`` the slow rounds kept
+once a process had used its retakes, and ``gate`` totals them over the run.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench import machine_gate as gate
 from bench import perop_stats as st
 from bench.flink_ops import (
     KINDS,
@@ -89,7 +95,9 @@ def document(m: Measurements, protocol: Protocol, load_before: Sequence[float],
         cpu = st.summarise(_series(runs, "cpu"), shortest).to_json()
         head = cpu if clock == "cpu" else wall
         rates.append({"side": side, "backend": kind, "ttl": mode, "op": op, "unit": "ops/s",
-                      **head, "steady": all(r.steady for r in runs), "wall": wall, "cpu": cpu,
+                      **head, "steady": all(r.steady for r in runs),
+                      "retaken": sum(r.retaken for r in runs),
+                      "slow_kept": sum(r.slow_kept for r in runs), "wall": wall, "cpu": cpu,
                       "values": {"wall": _series(runs, "wall"), "cpu": _series(runs, "cpu"),
                                  "warmup": [r.warmup for r in runs]}})
     unstable = {(r["side"], r["backend"], r["ttl"], r["op"]): r["unstable"] for r in rates}
@@ -113,10 +121,16 @@ def document(m: Measurements, protocol: Protocol, load_before: Sequence[float],
                 })
     probe = ({**st.summarise(probes).to_json(), "values": [list(p) for p in probes]}
              if probes else None)
+    # a round holds every TTL mode: count each once, by its rates with TTL off
+    offs = [r for r in rates if r["ttl"] == "off"]
+    gated = {"floor": gate.FLOOR, "probe_s": gate.PROBE_S, "wait_s": gate.WAIT_S,
+             "reference_quantile": gate.REFERENCE_QUANTILE,
+             "retaken_rounds": sum(r["retaken"] for r in offs),
+             "slow_rounds_kept": sum(r["slow_kept"] for r in offs)}
     return {"schema": SCHEMA, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "protocol": protocol_json(protocol), "clock": clock, "cpus": os.cpu_count(),
             "load": {"before": list(load_before), "after": list(load_after)},
-            "rates": rates, "machine_probe": probe, "cells": cells}
+            "rates": rates, "machine_probe": probe, "gate": gated, "cells": cells}
 
 
 def _plain(r: st.Ratio) -> dict[str, float]:
@@ -149,6 +163,10 @@ def format_document(doc: dict[str, Any]) -> list[str]:
             flags.append("UNSTABLE (" + "; ".join(r["unstable_reasons"]) + ")")
         if not r["steady"]:
             flags.append("warm-up not steady")
+        if r.get("retaken"):
+            flags.append(f"{r['retaken']} rounds retaken")
+        if r.get("slow_kept"):
+            flags.append(f"{r['slow_kept']} slow rounds kept")
         lines.append(f"{r['side']:10} {r['backend']:8} {r['ttl']:9} {r['op']:13} "
                      f"{_si(r['median']):>10} {_si(r['ci_low']):>10}-{_si(r['ci_high']):<10} "
                      f" {', '.join(flags)}")
@@ -157,6 +175,12 @@ def format_document(doc: dict[str, Any]) -> list[str]:
         lines.append(f"{'machine':10} {'probe':8} {'':9} {'dict_update':13} "
                      f"{_si(probe['median']):>10} {_si(probe['ci_low']):>10}-"
                      f"{_si(probe['ci_high']):<10}  (a plain dict loop: the machine's speed)")
+    g = doc.get("gate")
+    if g:
+        lines.append(f"machine gate: {g['retaken_rounds']} rounds retaken, "
+                     f"{g['slow_rounds_kept']} slow rounds kept (a round is retaken when a "
+                     f"{g['probe_s'] * 1000:.0f} ms probe around it ran below "
+                     f"{g['floor']:.0%} of the machine's speed)")
     lines.append("")
     lines.append(f"TTL's relative cost (median over processes of on/off), statebench over Flink "
                  f"(agree: 95% CI within {BAND}x)")

@@ -145,3 +145,20 @@ def test_interleaved_iterations_are_charged_until_the_process_next_runs() -> Non
         charged_cpu_rates([1000, 1000, 1000], clocks[:3])
     with pytest.raises(ValueError, match="must advance"):
         charged_cpu_rates([1000, 1000], [0, 100, 100])
+
+
+def test_the_gate_totals_count_each_retaken_round_once() -> None:
+    """A retaken round holds every TTL mode, so each mode's runs carry its count: the rates
+    show it per mode and the document's totals count it once, with the printout's line."""
+    m = _measurements(1.0)
+    for mode in MODES:
+        first = m[("statebench", "heap", mode, "value_get")][0]
+        first.retaken, first.slow_kept = 2, 1
+    doc = document(m, LEAN, [1.0] * 3, [1.0] * 3)
+    rate = next(r for r in doc["rates"] if (r["side"], r["backend"], r["ttl"], r["op"]) ==
+                ("statebench", "heap", "on", "value_get"))
+    assert (rate["retaken"], rate["slow_kept"]) == (2, 1)
+    assert (doc["gate"]["retaken_rounds"], doc["gate"]["slow_rounds_kept"]) == (2, 1)
+    lines = format_document(doc)
+    assert any("machine gate: 2 rounds retaken, 1 slow rounds kept" in line for line in lines)
+    assert any("2 rounds retaken" in line and "value_get" in line for line in lines)
