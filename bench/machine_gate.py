@@ -47,12 +47,11 @@ CALIBRATION_PROBES = 8
 
 @dataclass
 class GateCounts:
-    """What the gate did in one process: rounds retaken, rounds kept although slow (the
-    process had retaken its allowance), and seconds spent waiting for the machine."""
+    """What the gate did in one process: rounds retaken, and rounds kept although slow (the
+    process had retaken its allowance)."""
 
     retaken: int = 0
     slow_kept: int = 0
-    waited_s: float = 0.0
 
 
 class MachineGate:
@@ -124,10 +123,8 @@ class MachineGate:
         start = time.perf_counter()
         while not self.check():
             if time.perf_counter() - start >= WAIT_S:
-                self.counts.waited_s += time.perf_counter() - start
                 return False
             sleep(WAIT_STEP_S)
-        self.counts.waited_s += time.perf_counter() - start
         return True
 
     def settle(self, fast: bool, retakes_left: bool) -> bool:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from html import escape
 from typing import Any
 
@@ -131,10 +132,11 @@ class Comparison:
         f = self.factor
         return None if f is None else max(f, 1 / f)
 
-    @property
+    @cached_property
     def factor_interval(self) -> tuple[float, float] | None:
         """A 95% interval of the medians' factor (:func:`factor_interval`) when both sides have
-        per-repetition ratios; None otherwise (a peak over logical time is one number)."""
+        per-repetition ratios; None otherwise (a peak over logical time is one number). Cached:
+        the verdict, the finding and the cell each ask for it, and it is a bootstrap."""
         if self.mine is None or self.theirs is None or not (self.mine.reps and self.theirs.reps):
             return None
         return factor_interval(self.mine.reps, self.theirs.reps)
