@@ -32,7 +32,10 @@ asv (``bench/bench_flink.py``, the full protocol) and the command line (``python
 * **The machine gate** (bench/machine_gate.py): a short probe before every measured round and
   after each of its values; a round the probe found the machine slow in is taken again (at most
   as many times as there are measured rounds per process), so a neighbour's burst does not pick
-  which rounds a median stands on.
+  which rounds a median stands on. After every measured round the gate's cache probe takes one
+  reading (a larger dict, about 25 MB: how much of the shared L3 the neighbours left), kept
+  with the round (`OpRun.cache`): it retakes nothing, it says under what cache pressure a
+  median was measured.
 
 Each value is recorded twice: by wall clock (JMH's and pyperf's measure) and by the process's
 CPU time (which a shared machine's descheduling does not inflate; the headline, see
@@ -55,7 +58,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +149,8 @@ class OpRun:
     shortest_s: float
     retaken: int = 0  # measured rounds the machine gate took again (bench/machine_gate.py)
     slow_kept: int = 0  # rounds kept although the gate found the machine slow
+    #: the cache probe's reading after each kept measured round (ops/s; bench/machine_gate.py)
+    cache: list[float] = field(default_factory=list)
 
 
 def rotated_modes(n: int) -> tuple[str, ...]:
@@ -222,6 +227,7 @@ def flink_forks(kind: str, op: str, protocol: Protocol, n: int = 0,
         ops: dict[str, list[int]] = {m: [] for m in modes}
         clocks: dict[str, list[int]] = {m: [] for m in modes}
         kept: list[bool] = []  # per turn of every JVM (all take one turn per round)
+        cache: list[float] = []  # the cache probe after each kept round
         gate = gate if gate is not None else MachineGate(protocol.keys)
         before = (gate.counts.retaken, gate.counts.slow_kept)
         retakes, r = protocol.jvm_iterations, 0
@@ -233,11 +239,13 @@ def flink_forks(kind: str, op: str, protocol: Protocol, n: int = 0,
                 ops[mode] += turns[mode]["ops"]
                 clocks[mode] += turns[mode]["cpu_starts_ns"]
                 fast = gate.check() and fast
+            level = gate.cache_probe()
             keep = gate.settle(fast, retakes > 0)
             kept.append(keep)
             if keep:
                 for mode, got in turns.items():
                     rates[mode] += got["rates"]
+                cache.append(level)
                 r += 1
             else:
                 retakes -= 1
@@ -248,7 +256,8 @@ def flink_forks(kind: str, op: str, protocol: Protocol, n: int = 0,
     return {m: OpRun(rates[m], list(itertools.compress(charged_cpu_rates(ops[m], clocks[m]),
                                                         kept)),
                      list(warm[m]["warmup"]), bool(warm[m]["steady"]),
-                     protocol.jvm_iteration_ms / 1000, retaken, slow_kept) for m in MODES}
+                     protocol.jvm_iteration_ms / 1000, retaken, slow_kept, list(cache))
+            for m in MODES}
 
 
 def charged_cpu_rates(ops: list[int], clocks_ns: list[int]) -> list[float]:
@@ -413,6 +422,7 @@ def statebench_op(sb: _Backend, op: str, protocol: Protocol,
             pos[mode] += loops[mode]
             if measured:
                 fast = gate.check() and fast
+        level = gate.cache_probe() if measured else 0.0
         if measured and not gate.settle(fast, retakes > 0):
             retakes -= 1
             continue
@@ -423,6 +433,7 @@ def statebench_op(sb: _Backend, op: str, protocol: Protocol,
                 continue
             run.rates.append(count / wall)
             run.cpu_rates.append(count / cpu if cpu > 0 else count / wall)
+            run.cache.append(level)
             run.shortest_s = min(run.shortest_s, wall)
         rnd += 1
     for run in runs.values():

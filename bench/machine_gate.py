@@ -22,6 +22,19 @@ storing a new tuple per key (bench/flink_ops.machine_probe's) ran at 25 M update
 worker filled its states and at 12-14 M after, the new tuples landing in the memory the fill
 had scattered, which says nothing about the machine; this one ran at 49-51 M in both, and its
 dips (30-37 M) are the machine's. A round of 250-350 ms gains 10-20% in probes.
+
+What the gate's probe cannot see is the share of the L3 the neighbours leave: its 7 MB fit even
+when they take most of it. The ops with the largest states (list get and map get: an entry, a
+list or map object and its array per key, 10-12 MB in Flink's heap) do not. Alone on the
+machine, one JVM measuring Flink's heap list get without TTL in 150 rounds ran at 8.2-19.4 M
+ops/s; the gate's probe read 45-58 M throughout (correlation 0.16), a dict store over 400 k
+keys (about 25 MB) read 12-45 M (correlation 0.80), and with no JVM running that probe still
+read 8.6-49 M (10th-90th percentile 12-46 M) in two minutes, in level shifts lasting tens of
+seconds. So every measured round also takes one reading of that larger probe, the *cache
+probe*: it retakes nothing (the machine leaves the whole L3 free a quarter to a half of the
+time, in stretches longer than a retake can wait), it says under what cache pressure each
+median was measured, so a median that moved between runs can be set beside its rounds'
+readings.
 """
 
 from __future__ import annotations
@@ -43,6 +56,10 @@ WAIT_S = 2.0
 WAIT_STEP_S = 0.05
 #: Probes taken at the start to set the first reference.
 CALIBRATION_PROBES = 8
+#: The cache probe's dict holds this many times the suite's keys (400 k: about 25 MB, the
+#: order of the largest states' working sets, inside the 32 MB L3 only when neighbours leave
+#: most of it).
+CACHE_PROBE_SCALE = 4
 
 
 @dataclass
@@ -54,29 +71,20 @@ class GateCounts:
     slow_kept: int = 0
 
 
-class MachineGate:
-    """A short dict-update probe and the rule that says whether the machine ran at its speed.
+class DictProbe:
+    """A dict-store loop over `keys` keys in a seeded shuffled order, storing one preallocated
+    value (no allocation), its loop count calibrated to about `probe_s` of CPU time."""
 
-    `reference` seeds the reference speed (a process's speed may start in a slow episode: the
-    suite passes the best reference earlier processes of the same kind saw)."""
-
-    def __init__(self, keys: int, reference: float = 0.0, floor: float = FLOOR,
-                 probe_s: float = PROBE_S, calibration: int = CALIBRATION_PROBES) -> None:
+    def __init__(self, keys: int, probe_s: float = PROBE_S) -> None:
         order = list(range(keys))
         random.Random(42).shuffle(order)
         self._chunks = [order[i:i + 1000] for i in range(0, len(order), 1000)]
         self._value = (0, 0)
         self._d: dict[int, tuple[int, int]] = dict.fromkeys(order, self._value)
         self._pos = 0
-        self.floor = floor
-        self.seed = reference
-        self.rates: list[float] = []
-        self.counts = GateCounts()
         self._loops = 1
         while self._run(self._loops)[1] < probe_s:
             self._loops *= 2
-        for _ in range(calibration):
-            self.probe()
 
     def _run(self, loops: int) -> tuple[int, float]:
         d, chunks, n = self._d, self._chunks, len(self._chunks)
@@ -94,15 +102,50 @@ class MachineGate:
         self._pos += loops
         return count, cpu if cpu > 0 else wall
 
-    def probe(self) -> float:
-        """One probe: dict updates per CPU second, remembered for the reference. An untimed pass
-        over the dict first brings it back into the caches the measured op just filled (a
-        probe that started cold ran at half its warm rate after a state loop, whatever the
-        machine did)."""
+    def rate(self) -> float:
+        """Dict updates per CPU second. An untimed pass over the dict first brings it back into
+        the caches the measured op just filled (a probe that started cold ran at half its warm
+        rate after a state loop, whatever the machine did), as far as they hold it."""
         self._run(len(self._chunks))
         count, seconds = self._run(self._loops)
-        rate = count / seconds
+        return count / seconds
+
+
+class MachineGate:
+    """A short dict-update probe and the rule that says whether the machine ran at its speed,
+    and the cache probe beside it (read, never gated on).
+
+    `reference` seeds the reference speed (a process's speed may start in a slow episode: the
+    suite passes the best reference earlier processes of the same kind saw). `cache_keys` is
+    the cache probe's size (0: none)."""
+
+    def __init__(self, keys: int, reference: float = 0.0, floor: float = FLOOR,
+                 probe_s: float = PROBE_S, calibration: int = CALIBRATION_PROBES,
+                 cache_keys: int | None = None) -> None:
+        self._probe = DictProbe(keys, probe_s)
+        cache_keys = CACHE_PROBE_SCALE * keys if cache_keys is None else cache_keys
+        self._cache = DictProbe(cache_keys, probe_s) if cache_keys else None
+        self.floor = floor
+        self.seed = reference
+        self.rates: list[float] = []
+        self.cache_rates: list[float] = []
+        self.counts = GateCounts()
+        for _ in range(calibration):
+            self.probe()
+
+    def probe(self) -> float:
+        """One probe: dict updates per CPU second, remembered for the reference."""
+        rate = self._probe.rate()
         self.rates.append(rate)
+        return rate
+
+    def cache_probe(self) -> float:
+        """One reading of the cache probe (dict updates per CPU second over CACHE_PROBE_SCALE
+        times the keys), remembered; it decides nothing."""
+        if self._cache is None:
+            raise RuntimeError("this gate was made without a cache probe (cache_keys=0)")
+        rate = self._cache.rate()
+        self.cache_rates.append(rate)
         return rate
 
     @property

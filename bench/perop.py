@@ -15,12 +15,15 @@ Document (schema ``statebench-perop-3``)::
      "rates": [{"side": "flink"|"statebench", "backend", "ttl", "op", "unit": "ops/s",
                 "median", "ci_low", "ci_high", "mean", "stdev", "min", "max", "n", "groups",
                 "unstable", "unstable_reasons", "steady", "retaken", "slow_kept",
+                "cache": {"median": cache probe ops/s over its rounds, "level": of the
+                          run's reference} | null,
                 "wall": {these numbers by wall clock}, "cpu": {... by process CPU time},
                 "values": {"wall": [[ops/s per round] per fork / worker], "cpu": [...],
                            "warmup": [[warm-up rates] per process]}}],
      "machine_probe": {the same numbers for a plain dict loop, "values": [[...] per worker]},
      "gate": {"floor", "probe_s", "wait_s", "reference_quantile", "retaken_rounds",
               "slow_rounds_kept"},
+     "cache_probe": {"keys", "reference", "p10", "median", "p90", "flag_below"} | null,
      "cells": [{"backend", "ttl": "on"|"on_no_bg", "op",
                 "flink_ttl_over_off": {"value", "ci_low", "ci_high"},  (median over processes)
                 "statebench_ttl_over_off": {...},
@@ -48,7 +51,13 @@ in every statebench worker (fresh, before it fills any state), and ``compare`` s
 medians' moves beside the probe's. Within a run, the machine gate (bench/machine_gate.py)
 retakes a round measured while a short probe found the machine below 70% of its speed; a
 rate's ``retaken`` counts such rounds over its processes, ``slow_kept`` the slow rounds kept
-once a process had used its retakes, and ``gate`` totals them over the run.
+once a process had used its retakes, and ``gate`` totals them over the run. The gate's probe
+fits in the L3 whatever the neighbours do; the ops with the largest states do not, and they
+move with the share of the L3 the neighbours leave. So each kept round carries one reading of
+the gate's cache probe (a dict over four times the keys): a rate's ``cache`` is the median
+reading over its rounds, and its ``level`` that reading over the run's reference (the 90th
+percentile of all the run's readings); the printout flags a rate measured below
+``CACHE_FLAG`` of it, and ``compare`` gives the readings beside every median that moved.
 """
 
 from __future__ import annotations
@@ -56,11 +65,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from bench import machine_gate as gate
 from bench import perop_stats as st
@@ -78,6 +90,24 @@ from bench.flink_ops import (
 SCHEMA = "statebench-perop-3"
 BAND = 1.5
 TTL_MODES = ("on", "on_no_bg")
+#: A rate whose rounds' cache probe read below this share of the run's reference is flagged.
+CACHE_FLAG = 0.7
+
+
+def _cache_reference(m: Measurements) -> float | None:
+    """The run's cache probe reference: the gate's quantile of every kept round's reading."""
+    readings = [x for runs in m.values() for r in runs for x in r.cache]
+    return float(np.quantile(readings, gate.REFERENCE_QUANTILE)) if readings else None
+
+
+def _cache(runs: list, reference: float | None) -> dict[str, float] | None:
+    """A rate's cache pressure: the median reading over its rounds and its share of the run's
+    reference (None where the runs carry no readings)."""
+    readings = [x for r in runs for x in r.cache]
+    if not readings or not reference:
+        return None
+    median = statistics.median(readings)
+    return {"median": median, "level": median / reference}
 
 
 def _series(runs: list, clock: str) -> list[list[float]]:
@@ -89,6 +119,7 @@ def document(m: Measurements, protocol: Protocol, load_before: Sequence[float],
              probes: Sequence[Sequence[float]] = ()) -> dict[str, Any]:
     """The JSON document of one run of the suite (see the module docstring)."""
     rates = []
+    cache_ref = _cache_reference(m)
     for (side, kind, mode, op), runs in sorted(m.items()):
         shortest = min(r.shortest_s for r in runs)
         wall = st.summarise(_series(runs, "wall"), shortest).to_json()
@@ -97,7 +128,8 @@ def document(m: Measurements, protocol: Protocol, load_before: Sequence[float],
         rates.append({"side": side, "backend": kind, "ttl": mode, "op": op, "unit": "ops/s",
                       **head, "steady": all(r.steady for r in runs),
                       "retaken": sum(r.retaken for r in runs),
-                      "slow_kept": sum(r.slow_kept for r in runs), "wall": wall, "cpu": cpu,
+                      "slow_kept": sum(r.slow_kept for r in runs),
+                      "cache": _cache(runs, cache_ref), "wall": wall, "cpu": cpu,
                       "values": {"wall": _series(runs, "wall"), "cpu": _series(runs, "cpu"),
                                  "warmup": [r.warmup for r in runs]}})
     unstable = {(r["side"], r["backend"], r["ttl"], r["op"]): r["unstable"] for r in rates}
@@ -127,10 +159,16 @@ def document(m: Measurements, protocol: Protocol, load_before: Sequence[float],
              "reference_quantile": gate.REFERENCE_QUANTILE,
              "retaken_rounds": sum(r["retaken"] for r in offs),
              "slow_rounds_kept": sum(r["slow_kept"] for r in offs)}
+    readings = [x for runs in m.values() for r in runs for x in r.cache]
+    cache_probe = ({"keys": gate.CACHE_PROBE_SCALE * protocol.keys, "reference": cache_ref,
+                    **dict(zip(("p10", "median", "p90"),
+                               (float(q) for q in np.quantile(readings, [0.1, 0.5, 0.9])))),
+                    "flag_below": CACHE_FLAG} if readings else None)
     return {"schema": SCHEMA, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "protocol": protocol_json(protocol), "clock": clock, "cpus": os.cpu_count(),
             "load": {"before": list(load_before), "after": list(load_after)},
-            "rates": rates, "machine_probe": probe, "gate": gated, "cells": cells}
+            "rates": rates, "machine_probe": probe, "gate": gated,
+            "cache_probe": cache_probe, "cells": cells}
 
 
 def _plain(r: st.Ratio) -> dict[str, float]:
@@ -167,6 +205,9 @@ def format_document(doc: dict[str, Any]) -> list[str]:
             flags.append(f"{r['retaken']} rounds retaken")
         if r.get("slow_kept"):
             flags.append(f"{r['slow_kept']} slow rounds kept")
+        cache = r.get("cache")
+        if cache and cache["level"] < CACHE_FLAG:
+            flags.append(f"cache probe at {cache['level']:.0%}")
         lines.append(f"{r['side']:10} {r['backend']:8} {r['ttl']:9} {r['op']:13} "
                      f"{_si(r['median']):>10} {_si(r['ci_low']):>10}-{_si(r['ci_high']):<10} "
                      f" {', '.join(flags)}")
@@ -181,6 +222,12 @@ def format_document(doc: dict[str, Any]) -> list[str]:
                      f"{g['slow_rounds_kept']} slow rounds kept (a round is retaken when a "
                      f"{g['probe_s'] * 1000:.0f} ms probe around it ran below "
                      f"{g['floor']:.0%} of the machine's speed)")
+    c = doc.get("cache_probe")
+    if c:
+        lines.append(f"cache probe (dict stores over {c['keys']:,} keys after each round, how "
+                     f"much of the shared L3 the neighbours left): {_si(c['p10'])}-"
+                     f"{_si(c['p90'])} (10th-90th percentile), reference {_si(c['reference'])}; "
+                     f"a rate measured below {c['flag_below']:.0%} of it is flagged")
     lines.append("")
     lines.append(f"TTL's relative cost (median over processes of on/off), statebench over Flink "
                  f"(agree: 95% CI within {BAND}x)")
@@ -227,12 +274,20 @@ def compare(docs: Sequence[dict[str, Any]], max_move: float = 0.25) -> dict[str,
             ratios.setdefault(cell_key(c), []).append(c["ratio"]["value"])
     ratio_moves = [st.relative_move(v) for v in ratios.values() if len(v) == len(docs)]
     probes = [d["machine_probe"]["median"] for d in docs if d.get("machine_probe")]
+    readings: dict[tuple, list[float | None]] = {}
+    for doc in docs:
+        for r in doc["rates"]:
+            cache = r.get("cache")
+            readings.setdefault(rate_key(r), []).append(cache["median"] if cache else None)
     return {
         "runs": len(docs), "cells": len(complete), "same_verdict": len(same),
         "flipped": {"/".join(k): v for k, v in complete.items() if len(set(v)) > 1},
         "max_median_move": max(moves.values()) if moves else 0.0,
         "medians_over_limit": {"/".join(k): round(v, 3) for k, v in moves.items()
                                if v > max_move},
+        # each moved median's rounds' cache probe reading in every run (ops/s; None: no probe)
+        "cache_of_moved": {"/".join(k): readings[k] for k, v in moves.items() if v > max_move},
+        "cache_probe_medians": [(d.get("cache_probe") or {}).get("median") for d in docs],
         "max_cell_ratio_move": max(ratio_moves) if ratio_moves else 0.0,
         "machine_probe_medians": probes,
         "machine_probe_move": st.relative_move(probes) if len(probes) == len(docs) else None,

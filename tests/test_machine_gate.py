@@ -74,6 +74,16 @@ def test_a_real_probe_measures_dict_updates_per_cpu_second() -> None:
     assert len(g.rates) == 4
 
 
+def test_the_cache_probe_reads_a_larger_dict_and_decides_nothing() -> None:
+    g = mg.MachineGate(2_000, calibration=0)
+    assert g.cache_probe() > 1e5
+    assert len(g.cache_rates) == 1 and g.rates == []  # not part of the gate's reference
+    assert g.counts == mg.GateCounts()
+    assert len(g._cache._d) == mg.CACHE_PROBE_SCALE * 2_000
+    with pytest.raises(RuntimeError, match="without a cache probe"):
+        mg.MachineGate(2_000, calibration=0, cache_keys=0).cache_probe()
+
+
 def test_a_worker_op_retakes_the_slow_round_and_still_gives_every_round(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     protocol = replace(LEAN, keys=2_000, py_min_value_s=0.005)
@@ -85,6 +95,10 @@ def test_a_worker_op_retakes_the_slow_round_and_still_gives_every_round(
     for run in runs.values():
         assert len(run.cpu_rates) == len(run.rates) == protocol.py_values
         assert (run.retaken, run.slow_kept) == (1, 0)
+    # one cache reading per kept round, the same for every mode (a round holds them all);
+    # the retaken round's reading is dropped with it
+    assert len(gate.cache_rates) == protocol.py_values + 1
+    assert {tuple(run.cache) for run in runs.values()} == {tuple(gate.cache_rates[1:])}
     monkeypatch.setattr(mg, "WAIT_S", 0.0)
     always_slow = ScriptedGate([], rest=0.1)
     kept = statebench_op(sb, "value_get", protocol, always_slow)

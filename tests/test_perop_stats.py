@@ -162,3 +162,37 @@ def test_the_gate_totals_count_each_retaken_round_once() -> None:
     lines = format_document(doc)
     assert any("machine gate: 2 rounds retaken, 1 slow rounds kept" in line for line in lines)
     assert any("2 rounds retaken" in line and "value_get" in line for line in lines)
+
+
+def test_each_rate_says_under_what_cache_pressure_it_was_measured() -> None:
+    """A rate's cache level is the median reading of its rounds' cache probe over the run's
+    reference (the 90th percentile of all readings); below CACHE_FLAG the printout flags it,
+    and compare sets each moved median beside its readings in every run."""
+    from bench.perop import CACHE_FLAG
+
+    m = _measurements(1.0)
+    for runs in m.values():
+        for run in runs:
+            run.cache = [40e6, 40e6, 40e6]
+    squeezed = ("flink", "heap", "off", "list_get")
+    for run in m[squeezed]:
+        run.cache = [12e6, 12e6, 12e6]
+    doc = document(m, LEAN, [1.0] * 3, [1.0] * 3)
+    rates = {(r["side"], r["backend"], r["ttl"], r["op"]): r for r in doc["rates"]}
+    assert doc["cache_probe"]["reference"] == pytest.approx(40e6)
+    assert rates[squeezed]["cache"] == pytest.approx({"median": 12e6, "level": 0.3})
+    assert rates[("flink", "heap", "on", "list_get")]["cache"]["level"] == pytest.approx(1.0)
+    assert doc["cache_probe"]["flag_below"] == CACHE_FLAG
+    lines = format_document(doc)
+    flagged = [line for line in lines if "cache probe at 30%" in line]
+    assert len(flagged) == 1 and "list_get" in flagged[0] and "off" in flagged[0]
+    assert any(line.startswith("cache probe (dict stores over 400,000 keys") for line in lines)
+    # without readings (a document from before the cache probe): no level, no flag
+    plain = document(_measurements(1.0), LEAN, [1.0] * 3, [1.0] * 3)
+    assert plain["cache_probe"] is None and all(r["cache"] is None for r in plain["rates"])
+    report = compare([plain, plain, document(_measurements(0.7), LEAN, [1.0] * 3, [1.0] * 3)])
+    assert set(report["cache_of_moved"]) == set(report["medians_over_limit"])
+    assert all(v == [None, None, None] for v in report["cache_of_moved"].values())
+    moved = compare([doc, doc, document(_measurements(0.7), LEAN, [1.0] * 3, [1.0] * 3)])
+    assert moved["cache_of_moved"]["flink/heap/off/list_get"] == [12e6, 12e6, None]
+

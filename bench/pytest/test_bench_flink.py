@@ -101,6 +101,9 @@ def test_per_op_rates_statebench_vs_flink(benchmark: Any) -> None:
         processes = protocol.forks if r["side"] == "flink" else protocol.workers
         assert 0 <= r["slow_kept"] <= r["retaken"] <= rounds * processes
     assert doc["gate"]["retaken_rounds"] >= 0
+    # every kept round read the cache probe: each rate says under what cache pressure it ran
+    assert doc["cache_probe"]["p10"] <= doc["cache_probe"]["median"] <= doc["cache_probe"]["p90"]
+    assert all(r["cache"]["median"] > 0 and r["cache"]["level"] > 0 for r in doc["rates"])
 
 
 @pytest.mark.parametrize("kind", ["heap", "rocksdb"])
