@@ -52,7 +52,7 @@ def workers() -> Iterator[dict[str, FlinkWorker]]:
 
 
 # ------------------------------------------------------------------------- tests
-#: The lean protocol takes 11-13 minutes on a 2-core machine (126 forks, 18 workers), past
+#: The lean protocol takes 12-14 minutes on a 2-core machine (126 forks, 18 workers), past
 #: the suite's default per-test timeout; the full one, about 30.
 PEROP_TIMEOUT_S = {"lean": 1500, "full": 4800}
 
