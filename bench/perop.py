@@ -164,9 +164,9 @@ def document(m: Measurements, protocol: Protocol, load_before: Sequence[float],
              "retaken_rounds": sum(r["retaken"] for r in offs),
              "slow_rounds_kept": sum(r["slow_kept"] for r in offs)}
     cache_probe = ({"keys": gate.CACHE_PROBE_SCALE * protocol.keys,
-                    **dict(zip(("p10", "median", "p90"),
-                               (float(q) for q in np.quantile(readings, [0.1, 0.5, 0.9])))),
-                    "flag_below": CACHE_FLAG} if readings else None)
+                    "p10": float(np.quantile(readings, 0.1)), "median": run_cache,
+                    "p90": float(np.quantile(readings, 0.9)), "flag_below": CACHE_FLAG}
+                   if readings else None)
     return {"schema": SCHEMA, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "protocol": protocol_json(protocol), "clock": clock, "cpus": os.cpu_count(),
             "load": {"before": list(load_before), "after": list(load_after)},
@@ -265,9 +265,13 @@ def compare(docs: Sequence[dict[str, Any]], max_move: float = 0.25) -> dict[str,
         for c in doc["cells"]:
             verdicts.setdefault(cell_key(c), []).append(c["verdict"])
     medians: dict[tuple, list[float]] = {}
+    # each rate's rounds' cache probe reading in every run (ops/s; None: no probe)
+    readings: dict[tuple, list[float | None]] = {}
     for doc in docs:
         for r in doc["rates"]:
             medians.setdefault(rate_key(r), []).append(r["median"])
+            cache = r.get("cache")
+            readings.setdefault(rate_key(r), []).append(cache["median"] if cache else None)
     complete = {k: v for k, v in verdicts.items() if len(v) == len(docs)}
     same = [k for k, v in complete.items() if len(set(v)) == 1]
     moves = {k: st.relative_move(v) for k, v in medians.items() if len(v) == len(docs)}
@@ -277,18 +281,12 @@ def compare(docs: Sequence[dict[str, Any]], max_move: float = 0.25) -> dict[str,
             ratios.setdefault(cell_key(c), []).append(c["ratio"]["value"])
     ratio_moves = [st.relative_move(v) for v in ratios.values() if len(v) == len(docs)]
     probes = [d["machine_probe"]["median"] for d in docs if d.get("machine_probe")]
-    readings: dict[tuple, list[float | None]] = {}
-    for doc in docs:
-        for r in doc["rates"]:
-            cache = r.get("cache")
-            readings.setdefault(rate_key(r), []).append(cache["median"] if cache else None)
     return {
         "runs": len(docs), "cells": len(complete), "same_verdict": len(same),
         "flipped": {"/".join(k): v for k, v in complete.items() if len(set(v)) > 1},
         "max_median_move": max(moves.values()) if moves else 0.0,
         "medians_over_limit": {"/".join(k): round(v, 3) for k, v in moves.items()
                                if v > max_move},
-        # each moved median's rounds' cache probe reading in every run (ops/s; None: no probe)
         "cache_of_moved": {"/".join(k): readings[k] for k, v in moves.items() if v > max_move},
         "cache_probe_medians": [(d.get("cache_probe") or {}).get("median") for d in docs],
         "max_cell_ratio_move": max(ratio_moves) if ratio_moves else 0.0,
