@@ -1,12 +1,15 @@
 """asv: Flink's own per-op rates beside statebench's, measured in the same run, per commit.
 
-`setup_cache` runs the per-op suite's full protocol once (``bench/flink_ops.py``: 3 fresh JVMs
-per backend, op and TTL mode, warm-up of at least 3 s, then until steady, 5 measured 1 s
-rounds; 6 fresh interpreters per backend and state kind with calibrated >= 100 ms values, the
-three TTL modes side by side in every round; 100 k keys; the lean one with
-``STATEBENCH_PEROP_PROTOCOL=lean asv run ...``) and builds its document (``bench/perop.py``).
-The tracks read that document. asv treats larger as worse, so
-they are times per op and ratios of times:
+`setup_cache` runs the per-op suite once (``bench/flink_ops.py``) and builds its document
+(``bench/perop.py``); the tracks read that document. By default it runs the *quick* protocol
+(2 forks per backend, op and TTL mode, 2 workers per backend and state kind, 3 short rounds,
+20 k keys): asv gives a benchmark no sign of ``--quick`` (it only runs each one once, and
+``setup_cache`` runs whole either way), and the full protocol kept a fresh clone's first
+``asv run --quick`` busy past 23 minutes. The protocols that measure what the docs report are
+opt-in: ``STATEBENCH_PEROP_PROTOCOL=full asv run ...`` (3 fresh JVMs per backend, op and TTL
+mode, 5 measured 1 s rounds after at least 3 s of warm-up; 6 workers; 100 k keys) or ``=lean``.
+The protocol's name is part of ``version``, so asv never draws one protocol's history into
+another's. asv treats larger as worse, so they are times per op and ratios of times:
 
 * ``track_flink_time_per_op`` and ``track_statebench_time_per_op``: 1 / the median rate;
 * ``track_statebench_over_flink``: statebench's time per op / Flink's (how much slower);
@@ -26,18 +29,19 @@ from typing import Any
 
 from asv_runner.benchmarks.mark import skip_for_params
 
-from bench.flink_ops import KINDS, MODES, OPS
+from bench.flink_ops import KINDS, MODES, OPS, protocol_from_env
 
 UNAVAILABLE = "unavailable"
+#: The protocol of this run: $STATEBENCH_PEROP_PROTOCOL, quick unless it names lean or full.
+PROTOCOL = protocol_from_env()
 
 
 def _measure() -> dict[str, Any]:
     from backends.flink import FlinkUnavailableError
-    from bench.flink_ops import protocol_from_env
     from bench.perop import run
 
     try:
-        doc = run(protocol_from_env(default="full"), None)
+        doc = run(PROTOCOL, None)
     except FlinkUnavailableError as exc:
         return {UNAVAILABLE: f"Flink's lanes cannot run here: {exc}"}
     out: dict[str, Any] = {"rates": {}, "cells": {}}
@@ -54,9 +58,10 @@ class FlinkOps:
     params = (list(KINDS), list(MODES), list(OPS))
     param_names = ["backend", "ttl", "op"]
     timeout = 3600
-    # 5: an op's mode forks take turns, charged until their next turn; 4: one state per fork;
-    # 3: modes side by side in one fork; 2: forks, 100 k keys
-    version = "flink-ops-5"
+    # 6: the protocol in the version (quick by default); 5: an op's mode forks take turns,
+    # charged until their next turn; 4: one state per fork; 3: modes side by side in one fork;
+    # 2: forks, 100 k keys
+    version = f"flink-ops-6-{PROTOCOL.name}"
 
     def setup_cache(self) -> dict[str, Any]:
         return _measure()

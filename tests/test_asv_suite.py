@@ -90,6 +90,36 @@ def test_quick_pass_without_the_extra_skips_flink_ops(
     assert "apache-flink-libraries' is missing" in out, out
 
 
+def test_flink_ops_run_the_quick_protocol_unless_asked_for_another(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """asv gives a benchmark no sign of --quick, so FlinkOps' setup_cache runs the quick
+    protocol unless $STATEBENCH_PEROP_PROTOCOL names lean or full; the protocol is part of the
+    benchmarks' version (one protocol's history never mixes with another's), and a wrong name
+    is refused with the names it takes."""
+    import importlib
+
+    import bench.bench_flink as bench_flink
+    from bench.flink_ops import FULL, PROTOCOL_ENV, QUICK
+
+    try:
+        monkeypatch.delenv(PROTOCOL_ENV, raising=False)
+        default = importlib.reload(bench_flink)
+        assert default.PROTOCOL is QUICK and default.FlinkOps.version == "flink-ops-6-quick"
+        monkeypatch.setenv(PROTOCOL_ENV, "full")
+        full = importlib.reload(bench_flink)
+        assert full.PROTOCOL is FULL and full.FlinkOps.version == "flink-ops-6-full"
+        monkeypatch.setenv(PROTOCOL_ENV, "fast")
+        with pytest.raises(ValueError, match=r"'fast' is not a protocol; expected one of "
+                                             r"\['full', 'lean', 'quick'\]"):
+            importlib.reload(bench_flink)
+    finally:
+        monkeypatch.delenv(PROTOCOL_ENV, raising=False)
+        importlib.reload(bench_flink)
+    assert QUICK.forks >= 2 and QUICK.workers >= 2  # an interval over processes, not one value
+    assert QUICK.jvm_iterations % 3 == 0 and QUICK.py_values % 3 == 0  # every mode in every
+    # position of a round as often as the others (the modes' order rotates each round)
+
+
 def test_setup_skips_with_the_reason() -> None:
     """setup raises NotImplementedError (asv's skip) naming why, for a cache without Flink and
     for the sweep's not-applicable and not-run combinations."""

@@ -70,8 +70,14 @@ def test_wait_returns_once_the_machine_is_back_and_gives_up_after_its_limit(
 def test_a_real_probe_measures_dict_updates_per_cpu_second() -> None:
     g = mg.MachineGate(2_000, calibration=3)
     assert len(g.rates) == 3 and all(r > 1e5 for r in g.rates)
-    assert g.check() in (True, False)
+    # check() is the verdict of the probe it just took against the reference, whatever the
+    # machine did meanwhile (the reference includes that probe): fast() on that probe's rate
+    verdict = g.check()
     assert len(g.rates) == 4
+    assert verdict is (g.rates[-1] >= g.floor * g.reference)
+    # and the floor decides it: a real probe always clears a floor of 0, never one of 10^9
+    assert mg.MachineGate(2_000, calibration=2, floor=0.0).check() is True
+    assert mg.MachineGate(2_000, calibration=2, floor=1e9).check() is False
 
 
 def test_the_cache_probe_reads_a_larger_dict_and_decides_nothing() -> None:

@@ -44,6 +44,10 @@ MAX_BATCH_SIZE = 1 << 24
 #: The smallest non-zero sine amplitude: a smaller one changes no arrival time by a ms and, near
 #: the subnormal floats (5e-324), makes the time line's wave term underflow.
 MIN_SINE_AMPLITUDE = 1e-6
+#: Windows one record of a sliding window belongs to (``window_ms / slide_ms``): each is a
+#: state access, a state entry and a timer per record, so the work and state of a record grow
+#: with it (Nexmark q5: 5; an hour sliding by a second: 3,600).
+MAX_SLIDING_WINDOWS = 10_000
 #: Speedup of the scaled wall clock of compaction-filter scenarios.
 MIN_TIME_SPEEDUP = 1e-3
 MAX_TIME_SPEEDUP = 1e6

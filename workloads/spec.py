@@ -51,7 +51,8 @@ Format (all sections; defaults in brackets)::
     time_characteristic = "EventTime"  # | ProcessingTime                       [ProcessingTime]
     time_speedup = 20.0                # ProcessingTime: clock ms per real ms  [the run's, 1]
     strategies = ["none", "incremental(10, true)", "timer"]      # ["none"]
-    map_keys = 10                      # user keys per map state (map_key in 0..map_keys-1)
+    map_keys = 10                      # user keys per map state (map_key in 0..map_keys-1);
+                                       # only with a map_put/map_get/map_remove operation
 
     [checkpoints]
     interval_ms = 0                    # logical-time checkpoint interval, 0 = none      [0]
@@ -76,15 +77,19 @@ Format (all sections; defaults in brackets)::
     path = "trace.parquet"             # trace only; relative to the spec file
 
     [operator]                         # optional: an operator over Nexmark input (issue 17);
-    kind = "dedup"                     # see workloads/operators; then [keys] and [operations]
-    query = "q18"                      # are absent and [time] drives workloads.nexmark
-    window_ms = 10_000                 # windows: size; slide_ms (sliding), gap_ms (session)
+    kind = "dedup"                     # see workloads/operators; then [keys], [operations],
+    query = "q18"                      # [values] and state.map_keys are absent and [time]
+                                       # drives workloads.nexmark. A kind's own fields only
+                                       # (OPERATOR_FIELDS); another kind's field is an error:
+    window_ms = 10_000                 # windows: size; slide_ms (sliding; window_ms / slide_ms
+                                       # windows per bid, at most 10,000), gap_ms (session)
     lower_ms = 0                       # interval_join: bid.ts - auction.ts in lower..upper
     upper_ms = 10_000
     top_n = 3                          # topn: rows kept per key
-    category = 10                      # regular_join: auction side filter (q20), -1 = none
+    category = 10                      # joins: auction side filter (q20), -1 = none; an
+                                       # auction's category is 10..10 + num_categories - 1
     agg = "max"                        # windows/group_agg: max | sum | count
-    group_by = "auction"               # group_agg: auction | bidder | category
+    group_by = "auction"               # windows/topn: auction | bidder; group_agg also category
     [nexmark]                          # optional with [operator]: workloads.nexmark knobs
     hot_auction_ratio = 2              # and the rest of NexmarkConfig's fields (not rate/time)
 
@@ -128,6 +133,25 @@ OPERATOR_KINDS = ("tumbling_window", "sliding_window", "session_window", "interv
                   "regular_join", "group_agg", "dedup", "topn")
 OPERATOR_AGGS = ("max", "sum", "count")
 OPERATOR_GROUP_BY = ("auction", "bidder", "category")
+#: The ``[operator]`` fields each kind reads besides ``kind`` and ``query``: another kind's
+#: field is refused, as an unknown field is (a ``slide_ms`` on a tumbling window would
+#: otherwise silently give a tumbling window to a user who meant a sliding one).
+OPERATOR_FIELDS: dict[str, tuple[str, ...]] = {
+    "tumbling_window": ("window_ms", "agg", "group_by"),
+    "sliding_window": ("window_ms", "slide_ms", "agg", "group_by"),
+    "session_window": ("gap_ms", "agg", "group_by"),
+    "interval_join": ("lower_ms", "upper_ms", "category"),
+    "regular_join": ("category",),
+    "group_agg": ("agg", "group_by"),
+    "dedup": (),
+    "topn": ("top_n", "group_by"),
+}
+#: Keys of the kinds that read bids only: a bid has no category (Nexmark's category is an
+#: auction's, bids carry -1), so grouping bids by it would put every bid under one key.
+BID_GROUP_BY = ("auction", "bidder")
+#: Nexmark's first category id (``workloads.nexmark.FIRST_CATEGORY_ID``): auctions have
+#: categories ``10 .. 10 + num_categories - 1``.
+NEXMARK_FIRST_CATEGORY = 10
 
 #: Tolerance on the sum of operation proportions.
 PROPORTION_TOLERANCE = 1e-9
@@ -416,10 +440,13 @@ class WorkloadSpec:
             out["keys"] = _keys_to_dict(self.keys)
         if self.operations is not None:
             out["operations"] = {op.spec_name: p for op, p in self.operations}
-        out["values"] = _plain(self.values)
+        if self.operator is None:
+            out["values"] = _plain(self.values)
         if self.time is not None:
             out["time"] = _plain(self.time)
         out["state"] = _plain(self.state)
+        if _map_keys_use(self.operator is not None, self.operations) is not None:
+            del out["state"]["map_keys"]  # not a field of this workload (parse_spec refuses it)
         out["checkpoints"] = _plain(self.checkpoints)
         if self.rocksdb.options():
             out["rocksdb"] = self.rocksdb.options()
@@ -427,7 +454,9 @@ class WorkloadSpec:
         if self.operator is not None:
             op = _plain(self.operator)
             out["nexmark"] = op.pop("nexmark")
-            out["operator"] = op
+            used = OPERATOR_FIELDS[self.operator.kind]
+            out["operator"] = {k: v for k, v in op.items()
+                               if k not in _OPERATOR_PARAMS or k in used}
         return out
 
     def with_overrides(self, **overrides: Any) -> WorkloadSpec:
@@ -437,11 +466,19 @@ class WorkloadSpec:
         ``ttl_ms``, ``strategies``, ``checkpoint_interval_ms``. Any other field is addressed as
         ``section__field`` (e.g. ``keys__theta=0.8``). ``None`` removes a field (back to its
         default). Setting ``events`` drops ``duration_ms`` and vice versa, since a spec has one.
+        Setting ``operator__kind`` drops the old kind's parameters the new kind does not read
+        (parameters given beside it are kept, and refused if the new kind does not read them).
         """
         data = self.to_dict()
         for name, value in overrides.items():
             path = _override_path(name)
             _apply_override(data, path, value)
+        op = data.get("operator")
+        if "operator__kind" in overrides and isinstance(op, dict):
+            keep = set(OPERATOR_FIELDS.get(op.get("kind"), ())) | {
+                name.split("__", 1)[1] for name in overrides if name.startswith("operator__")}
+            data["operator"] = {k: v for k, v in op.items()
+                                if k not in _OPERATOR_PARAMS or k in keep}
         return parse_spec(data, source=self.origin or "<overrides>", base_dir=None)
 
 
@@ -578,15 +615,21 @@ def parse_spec(
     keys_spec = _parse_keys(keys_t) if keys_t is not None else None
     if keys_spec is not None and time_spec is not None:
         _check_insert_frontier(keys_spec, time_spec, source)
+    operations = _parse_operations(ops_t) if ops_t is not None else None
+    values_t = root.get_table("values", required=False)
+    if op_t is not None and values_t is not None:
+        raise SpecError("values", "not used with an [operator] table (its state holds Nexmark "
+                        "rows, not generated values); remove it", source)
     spec = WorkloadSpec(
         name=name,
         description=description,
         seed=seed,
         keys=keys_spec,
-        operations=_parse_operations(ops_t) if ops_t is not None else None,
-        values=_parse_values(root.get_table("values", required=False)),
+        operations=operations,
+        values=_parse_values(values_t),
         time=time_spec,
-        state=_parse_state(root.get_table("state", required=False)),
+        state=_parse_state(root.get_table("state", required=False),
+                           _map_keys_use(op_t is not None, operations)),
         checkpoints=_parse_checkpoints(root.get_table("checkpoints", required=False)),
         source=source_spec,
         origin=source,
@@ -984,6 +1027,9 @@ def _parse_time(t: _Table) -> TimeSpec:
     period = t.get_float("sine_period_ms", default=None, limit=limits.PERIOD_MS)
     if amplitude > 0 and period is None:
         raise t.error("sine_period_ms", "required when sine_amplitude > 0")
+    if amplitude == 0 and period is not None:
+        raise t.error("sine_period_ms", "not used: the rate is constant (sine_amplitude is 0); "
+                      "give sine_amplitude too, or remove it")
     ooo = t.get_int("max_out_of_orderness_ms", default=0, limit=limits.TIME_MS)
     t.finish()
     spec = TimeSpec(
@@ -1040,9 +1086,22 @@ def _check_time_extent(t: _Table, time: TimeSpec) -> None:
         )
 
 
-def _parse_state(t: _Table | None) -> StateSpec:
+def _map_keys_use(is_operator: bool, operations: tuple[tuple[Op, float], ...] | None,
+                  ) -> str | None:
+    """None when ``state.map_keys`` means something to the workload, else why it does not."""
+    if is_operator:
+        return "not used with an [operator] table (its operator decides its map keys)"
+    if operations is not None and not any(op.uses_map_key and p > 0 for op, p in operations):
+        names = ", ".join(op.spec_name for op in Op if op.uses_map_key)
+        return f"not used: no operation of the mix picks a map key ({names})"
+    return None
+
+
+def _parse_state(t: _Table | None, map_keys_unused: str | None = None) -> StateSpec:
     if t is None:
         return StateSpec()
+    if map_keys_unused is not None and t.has("map_keys"):
+        raise t.error("map_keys", f"{map_keys_unused}; remove it")
     ttl = t.get_int("ttl_ms", default=None, limit=limits.POSITIVE_TIME_MS)
     state = StateSpec(
         ttl_ms=ttl,
@@ -1118,7 +1177,18 @@ def _parse_rocksdb(t: _Table | None) -> RocksDBSpec:
 
 def _parse_operator(t: _Table, nexmark_t: _Table | None) -> OperatorSpec:
     kind = t.get_str("kind", choices=OPERATOR_KINDS)
+    used = OPERATOR_FIELDS[kind]
+    for name in _OPERATOR_PARAMS:
+        if name not in used and t.has(name):
+            reads = f"it reads {', '.join(used)}" if used else "it has no parameters"
+            raise t.error(name, f"not used by kind '{kind}' ({reads}); remove it")
     ms = limits.POSITIVE_TIME_MS
+    group_choices = OPERATOR_GROUP_BY if kind == "group_agg" else BID_GROUP_BY
+    if kind != "group_agg" and t.has("group_by") and t.raw("group_by") == "category":
+        raise t.error("group_by", f"kind '{kind}' reads bids, which carry no category (a "
+                      "Nexmark category is an auction's): every bid would be one key; use "
+                      "auction or bidder (group_agg groups auctions by category)")
+    nexmark = _parse_nexmark(nexmark_t)
     spec = OperatorSpec(
         kind=kind,
         query=t.get_str("query", default=""),
@@ -1132,16 +1202,33 @@ def _parse_operator(t: _Table, nexmark_t: _Table | None) -> OperatorSpec:
         top_n=t.get_int("top_n", default=3, minimum=1, maximum=10_000),
         category=t.get_int("category", default=-1, minimum=-1, maximum=2**31 - 1),
         agg=t.get_str("agg", default="max", choices=OPERATOR_AGGS),
-        group_by=t.get_str("group_by", default="auction", choices=OPERATOR_GROUP_BY),
-        nexmark=_parse_nexmark(nexmark_t),
+        group_by=t.get_str("group_by", default="auction", choices=group_choices),
+        nexmark=nexmark,
     )
     if spec.lower_ms > spec.upper_ms:
         raise t.error("lower_ms", f"must be <= upper_ms ({spec.upper_ms}), got {spec.lower_ms}")
-    if kind == "sliding_window" and spec.window_ms % spec.slide_ms:
-        raise t.error("slide_ms", f"must divide window_ms ({spec.window_ms}), got "
-                      f"{spec.slide_ms}")
+    if kind == "sliding_window":
+        if spec.window_ms % spec.slide_ms:
+            raise t.error("slide_ms", f"must divide window_ms ({spec.window_ms}), got "
+                          f"{spec.slide_ms}")
+        per_bid = spec.window_ms // spec.slide_ms
+        if per_bid > limits.MAX_SLIDING_WINDOWS:
+            raise t.error("slide_ms", f"window_ms / slide_ms = {spec.window_ms} / "
+                          f"{spec.slide_ms} puts each bid in {per_bid} windows; at most "
+                          f"{limits.MAX_SLIDING_WINDOWS} (every window of a bid is a state "
+                          "access, an entry and a timer)")
+    first, count = NEXMARK_FIRST_CATEGORY, nexmark.num_categories
+    if spec.category != -1 and not first <= spec.category < first + count:
+        raise t.error("category", f"no auction has category {spec.category}: Nexmark's are "
+                      f"{first}..{first + count - 1} (10 + nexmark.num_categories - 1), so the "
+                      "join would have no output; use one of them, or -1 for none")
     t.finish()
     return spec
+
+
+#: Every ``[operator]`` parameter (OperatorSpec's fields besides kind, query and nexmark).
+_OPERATOR_PARAMS = ("window_ms", "slide_ms", "gap_ms", "lower_ms", "upper_ms", "top_n",
+                    "category", "agg", "group_by")
 
 
 def _parse_nexmark(t: _Table | None) -> NexmarkSpec:
@@ -1153,8 +1240,7 @@ def _parse_nexmark(t: _Table | None) -> NexmarkSpec:
         if (not isinstance(duration, list | tuple) or len(duration) != 2
                 or not all(isinstance(x, int) and not isinstance(x, bool) for x in duration)
                 or not 1 <= duration[0] <= duration[1] <= limits.MAX_TIME_MS):
-            raise t.error("auction_duration_ms", f"expected [lo, hi] integers with 1 <= lo <= hi"
-                          f" <= {limits.MAX_TIME_MS}, got {_kind(duration)}")
+            raise t.error("auction_duration_ms", _duration_problem(duration))
         duration = (duration[0], duration[1])
     spec = NexmarkSpec(
         hot_auction_ratio=t.get_int("hot_auction_ratio", default=2, **ratio),
@@ -1167,3 +1253,18 @@ def _parse_nexmark(t: _Table | None) -> NexmarkSpec:
     )
     t.finish()
     return spec
+
+
+def _duration_problem(duration: Any) -> str:
+    """What is wrong with an ``auction_duration_ms`` value, in words (not only its type)."""
+    top = limits.MAX_TIME_MS
+    if not isinstance(duration, list | tuple) or len(duration) != 2:
+        return f"expected [lo, hi] (two integers), got {_kind(duration)}" + (
+            f" of {len(duration)} items" if isinstance(duration, list | tuple) else "")
+    lo, hi = duration
+    for name, x in (("lo", lo), ("hi", hi)):
+        if isinstance(x, bool) or not isinstance(x, int):
+            return f"{name} must be an integer, got {_kind(x)}"
+    if lo > hi:
+        return f"lower bound {lo} is above upper bound {hi}; give [lo, hi] with lo <= hi"
+    return f"need 1 <= lo <= hi <= {top} ms, got [{lo}, {hi}]"

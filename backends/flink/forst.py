@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from backends import tempdirs
 from backends.flink import wire
 from backends.flink.worker import FlinkWorker
 
@@ -63,7 +63,7 @@ def ttl_probe(worker: FlinkWorker, path: str, keys: int = 1000, ttl_ms: int = 10
         raise ValueError(f"ForSt path {path!r}: expected one of {', '.join(PATHS)}")
     if keys < 1 or ttl_ms < 1:
         raise ValueError(f"the probe needs keys >= 1 and ttl_ms >= 1, got {keys}, {ttl_ms}")
-    with tempfile.TemporaryDirectory(prefix="statebench-forst-probe-", dir=folder) as tmp:
+    with tempdirs.temp_dir("statebench-forst-probe-", dir=folder) as tmp:  # owner-tagged
         buf = bytearray(_PROBE.pack(wire.FORST_TTL_PROBE, PATHS[path], keys, ttl_ms))
         wire.put_str(buf, str(Path(tmp) / "local"))
         wire.put_str(buf, str(Path(tmp) / "primary"))

@@ -11,6 +11,7 @@ from typing import Any
 
 from backends import tempdirs
 from backends.flink.errors import FlinkWorkerError
+from backends.flink.worker import die_with_parent
 
 
 def last_json(stdout: str) -> dict[str, Any] | None:
@@ -30,8 +31,10 @@ def run_job_jvm(cmd: list[str], local: Path, timeout_s: float, *, timed_out: str
     is removed afterwards. Errors are FlinkWorkerError: ``timed_out`` when it ran over
     ``timeout_s`` (it is stopped), else ``failed`` with the exit status and the last stderr
     line starting with ``tag`` (the job's own account of why), or stderr's tail."""
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    try:  # the JVM dies with this process, as the lanes' workers do (kill -9 of statebench
+        # left the SQL job's JVM running, writing into folders nobody would remove)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                              preexec_fn=die_with_parent())
     except subprocess.TimeoutExpired:
         raise FlinkWorkerError(timed_out) from None
     finally:

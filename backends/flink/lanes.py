@@ -16,6 +16,9 @@ with the same folders; State V2 TTL is cleaned by the compaction filter only (FL
 
 from __future__ import annotations
 
+import os
+import re
+
 from backends.flink.build import ensure_worker_built
 from backends.flink.register import TIMER_REASON
 from backends.strategies import parse_strategy
@@ -91,6 +94,67 @@ def ttl_reason(lane: str, update_type: str | None) -> str | None:
         raise ValueError(f"unknown Flink lane '{lane}'; expected one of {', '.join(LANE_KINDS)}")
     if LANE_KINDS[lane] == "forst-async" and update_type == "OnReadAndWrite":
         return V2_READ_AND_WRITE_REASON
+    return None
+
+
+#: Where flink-forst keeps its primary folder (``workloads.run.flink_lane`` says what each
+#: place means): "separate" (default) or "checkpoint".
+FORST_PRIMARY_ENV = "STATEBENCH_FORST_PRIMARY"
+FORST_PRIMARY_CHOICES = ("separate", "checkpoint")
+#: Synthetic events a lane's JVM applies before its first heap task (RocksDB: a quarter).
+WARMUP_EVENTS = 200_000
+WARMUP_ENV = "STATEBENCH_FLINK_WARMUP_EVENTS"
+
+
+def forst_primary() -> str:
+    """The flink-forst primary folder's place (FORST_PRIMARY_ENV), checked: ValueError names
+    the variable and its choices (exactly these: not empty, not upper case)."""
+    text = os.environ.get(FORST_PRIMARY_ENV, "separate")
+    if text not in FORST_PRIMARY_CHOICES:
+        raise ValueError(f"{FORST_PRIMARY_ENV}={text!r}: expected one of "
+                         f"{', '.join(FORST_PRIMARY_CHOICES)}")
+    return text
+
+
+def warmup_events_setting() -> int:
+    """The warm-up events of WARMUP_ENV (default WARMUP_EVENTS), checked."""
+    text = os.environ.get(WARMUP_ENV)
+    try:
+        n = WARMUP_EVENTS if text is None else int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise ValueError(f"{WARMUP_ENV}={text!r}: expected a number of events >= 0")
+    return n
+
+
+#: Characters of a folder name that ForSt's file system quotes twice (anything a URI path
+#: escapes): its primary folder ``/tmp/sp ace/x`` became the sibling ``/tmp/sp%20ace/x``.
+_URI_QUOTED = re.compile(r"[^A-Za-z0-9/._~!$&'()*+,;=:@-]")
+
+
+def settings_problem(lanes: tuple[str, ...],
+                     folders: tuple[str | None, ...] = ()) -> str | None:
+    """What is wrong with the settings the Flink lanes among ``lanes`` read (environment
+    variables; ``folders``: where their state folders go), else None: checked before any work
+    (a bad STATEBENCH_FORST_PRIMARY was a traceback after the other lanes' work, when the
+    first flink-forst task read it)."""
+    kinds = {LANE_KINDS[lane] for lane in lanes if lane in LANE_KINDS}
+    checks = [warmup_events_setting] if kinds else []
+    forst = sorted(lane for lane in lanes if LANE_KINDS.get(lane) in ("forst", "forst-async"))
+    if forst:
+        checks.append(forst_primary)
+    for check in checks:
+        try:
+            check()
+        except ValueError as exc:
+            return str(exc)
+    for folder in folders if forst else ():
+        if folder is not None and _URI_QUOTED.search(str(folder)):
+            return (f"{', '.join(forst)}: ForSt names its primary folder by a URI and quotes "
+                    f"it twice, so under {folder} (a space, '#', '%' or another character a "
+                    "URI escapes) its files would go to another, percent-encoded folder; "
+                    "set TMPDIR (and --checkpoint-dir) to a folder without such characters")
     return None
 
 

@@ -42,7 +42,8 @@ job keeps up), ``job_s``, the output changelog by kind (``outputs``: ``+I``, ``-
 ``-D``; with ``collect_outputs`` also ``output_hashes``: a 64-bit FNV-1a hash of each output
 row's kind and values, to compare two runs' outputs as multisets), ``latency_us`` percentiles
 (per output row: how far the paced clock is past the event time the row stands for - its
-bid's, or its window's end - in real microseconds, measured in the sink function), Flink's
+bid's, or its window's end - in real microseconds, measured in the sink function; rows the
+clock had not reached yet are not measured, and with none measured the object is empty), Flink's
 checkpoint statistics per checkpoint (``checkpoints``: ``state_bytes`` = the checkpoint's full
 size, ``checkpointed_bytes``, end-to-end, sync, async and alignment ms, at their paced-clock
 time) and state samples.

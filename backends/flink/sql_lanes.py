@@ -38,15 +38,22 @@ def spec_problem(lane: str, operator_kind: str | None) -> str | None:
     return None
 
 
-def not_applicable_reason(lane: str, strategy: str, has_ttl: bool) -> str | None:
+def not_applicable_reason(lane: str, strategy: str, has_ttl: bool,
+                          ttl_sweep: bool = False) -> str | None:
     """None when ``strategy`` is what a SQL job on ``lane`` runs, else why it cannot.
 
     Without a TTL only ``none`` runs (``table.exec.state.ttl`` = 0). With one, SQL's cleanup
     is the backend's default background cleanup and nothing else: ``compaction_filter`` (any
     ``queryTimeAfterNumEntries``: it is the backend's configuration key) on RocksDB,
-    ``incremental(5, false)`` (SQL's fixed default) on HashMap."""
+    ``incremental(5, false)`` (SQL's fixed default) on HashMap.
+
+    A TTL sweep's scenario (``ttl_sweep``: ``--sweep "ttl(ms=...)"``) is the TTL itself, which
+    is what a SQL user sets (``table.exec.state.ttl``): the SQL job runs it, with SQL's own
+    cleanup, whatever cleanup the emulated lanes pair with it (``workloads.run.sweep``)."""
     if lane not in SQL_LANES:
         raise ValueError(f"unknown Flink SQL lane '{lane}'; expected one of {', '.join(SQL_LANES)}")
+    if ttl_sweep and has_ttl:
+        return None
     parsed = parse_strategy(strategy)
     if not has_ttl:
         return None if parsed.name == "none" else "without a TTL only 'none' runs"

@@ -75,7 +75,7 @@ _STDERR_TAIL = 4000
 MAX_FRAME = 1 << 30
 
 
-def _die_with_parent() -> Callable[[], None] | None:
+def die_with_parent() -> Callable[[], None] | None:
     """Linux: a ``preexec_fn`` that has the kernel SIGKILL the JVM when the Python process that
     started it dies. A Spark task's Python worker is SIGKILLed when its job is cancelled; its
     JVM would otherwise run on as an orphan, still writing checkpoints into folders being
@@ -370,7 +370,7 @@ class FlinkWorker:
                "-cp", build.classpath, MAIN_CLASS]
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=self._stderr, bufsize=0,
-                                      preexec_fn=_die_with_parent())
+                                      preexec_fn=die_with_parent())
         _widen_pipes(self._proc)
         try:
             hello = self._receive(time.monotonic() + startup_timeout_s)

@@ -142,8 +142,28 @@ class Location:
             self.fs.delete_dir(self.path)
 
     # ------------------------------------------------------------------ reading
-    def read_all(self, counter: ReadCounter | None = None) -> bytes:
+    def regular_file(self) -> pafs.FileInfo:
+        """This file's info if it is a regular file, else CorruptSnapshotError: a checkpoint
+        folder's files are untrusted, and opening a FIFO named ``_metadata`` blocked
+        ``latest_checkpoint`` for ever (a folder, socket or device is no snapshot file
+        either). Missing passes through as FileNotFoundError, for the caller's message."""
+        info = self.info()
+        if info.type == pafs.FileType.NotFound:
+            raise FileNotFoundError(self.path)
+        if info.type != pafs.FileType.File:
+            what = "a folder" if info.type == pafs.FileType.Directory else (
+                "a FIFO, socket or device")
+            raise CorruptSnapshotError(f"snapshot file {self} is {what}, not a regular file")
+        return info
+
+    def read_all(self, counter: ReadCounter | None = None, max_bytes: int | None = None) -> bytes:
+        """The whole file; with ``max_bytes``, CorruptSnapshotError when it is larger (a
+        metadata file is read whole into memory)."""
         try:
+            info = self.regular_file()
+            if max_bytes is not None and info.size is not None and info.size > max_bytes:
+                raise CorruptSnapshotError(
+                    f"snapshot file {self} is {info.size} bytes; at most {max_bytes} are read")
             with self.fs.open_input_stream(self.path, compression=None) as f:
                 data = f.read()
         except FileNotFoundError:
@@ -156,6 +176,7 @@ class Location:
     def read_ranges(self, ranges: list[tuple[int, int]], counter: ReadCounter) -> list[pa.Buffer]:
         """The byte ranges (offset, length) of one file, read with one open."""
         try:
+            self.regular_file()
             f = self.fs.open_input_file(self.path)
         except FileNotFoundError:
             raise CorruptSnapshotError(f"snapshot file {self} is missing{_GONE}") from None
@@ -181,6 +202,7 @@ class Location:
         """Copy this file to a local path, checking its size and crc32 against the metadata."""
         got_size, got_crc = 0, 0
         try:
+            self.regular_file()
             src = self.fs.open_input_stream(self.path, compression=None)
         except FileNotFoundError:
             raise CorruptSnapshotError(f"snapshot file {self} is missing{_GONE}") from None

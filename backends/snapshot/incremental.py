@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from backends import tempdirs
 from backends.errors import CorruptSnapshotError
 from backends.rocksdb_dbs import DB_LABEL, MAIN_DB, CheckpointLayout, CheckpointReader
 from backends.snapshot.fsio import Location, ReadCounter
@@ -259,7 +260,9 @@ def restore_incremental(backend: Any, snaps: list[OpenSnapshot], counter: ReadCo
     staged: list[Path] = []
     try:
         for plan, _ in plans:  # phase 1: download and verify everything
-            folder = Path(tempfile.mkdtemp(prefix="statebench-restore-", dir=base))
+            # owner-tagged: a heap restore stages in the temp dir, which a start-up after a
+            # kill -9 sweeps of dead owners' folders only (backends.tempdirs)
+            folder = Path(tempdirs.make("statebench-restore-", dir=base))
             staged.append(folder)
             _download(plan, folder, counter)
         for snap in snaps:
@@ -282,7 +285,7 @@ def restore_incremental(backend: Any, snaps: list[OpenSnapshot], counter: ReadCo
         return keys
     finally:
         for folder in staged:
-            shutil.rmtree(folder, ignore_errors=True)
+            tempdirs.remove(folder)
 
 
 def _plan_downloads(snap: OpenSnapshot) -> list[_Download]:

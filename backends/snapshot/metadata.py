@@ -22,6 +22,8 @@ from backends.snapshot.fsio import Location, ReadCounter
 METADATA_NAME = "_metadata"
 FORMAT = "statebench-snapshot"
 FORMAT_VERSION = 1
+#: Largest `_metadata` read (it is read whole): far above any real snapshot's listing.
+MAX_METADATA_BYTES = 256 << 20
 
 
 def _canonical(body: dict) -> bytes:
@@ -75,7 +77,7 @@ def read_metadata(snapshot_dir: Location, counter: ReadCounter | None = None) ->
         raise CorruptSnapshotError(
             f"{snapshot_dir} has no {METADATA_NAME}: not a complete snapshot (an interrupted "
             "checkpoint, or the wrong folder)")
-    return decode_metadata(str(meta), meta.read_all(counter))
+    return decode_metadata(str(meta), meta.read_all(counter, MAX_METADATA_BYTES))
 
 
 def is_complete(snapshot_dir: Location) -> bool:

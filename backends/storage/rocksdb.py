@@ -30,6 +30,29 @@ from backends.storage.layout import RawStateSpec
 _LEN_AT = 3  # a variable-length key's 4-byte length follows the 2-byte key group and 1-byte tag
 
 
+class RocksDBIOError(OSError):
+    """An I/O error of statebench's RocksDB (a full disk, a folder gone or read-only).
+
+    rocksdict raises these as a plain ``Exception("IO error: ...")``, which the CLI cannot tell
+    from a bug, so a full disk was a 53-line traceback here and one line on Flink's lanes. As
+    an OSError (``errno`` ENOSPC for a full disk, else EIO) it is the one line every other
+    disk error is, in this process and from a Spark task alike."""
+
+
+def rocksdb_io_error(exc: BaseException) -> RocksDBIOError | None:
+    """``exc`` as a :class:`RocksDBIOError` when it is one of rocksdict's I/O errors (a plain
+    ``Exception`` whose message starts with RocksDB's ``IO error:``), else None."""
+    if type(exc) is not Exception:
+        return None
+    message = str(exc)
+    if not message.startswith("IO error:"):
+        return None
+    import errno
+
+    code = errno.ENOSPC if "No space left on device" in message else errno.EIO
+    return RocksDBIOError(code, f"statebench's RocksDB: {message}")
+
+
 def key_prefix_length(raw_key: bytes) -> int:
     """Length of `[key group][serialized key]` at the start of a stored RocksDB key."""
     if raw_key[2] == TAG_INT:

@@ -1,19 +1,22 @@
 """Flink's own per-op rates beside statebench's, and the JVM lane's protocol overhead.
 
 Run: `python -m pytest bench/pytest/test_bench_flink.py`. The per-op test runs the per-op suite
-(bench/flink_ops.py, bench/perop.py) under its lean protocol: 3 fresh JVMs per backend, op and
-TTL mode (one state each; warm-up of at least 8 rounds, then until steady; 3 measured rounds of
-250 ms), 3 fresh interpreters per backend and state kind (values of at least 100 ms,
-calibrated), 100 k keys, and in every round of a worker the op's state with TTL off, on and on
-without background cleanup side by side.
-`STATEBENCH_PEROP_PROTOCOL=full` runs the full protocol (3 forks per op and mode x 5 x 1 s,
-6 workers), as asv does. The suite's document (medians with 95% intervals, pyperf's unstable
-flag, a verdict per cell) goes into the saved JSON's extra_info under "perop" and is printed at
-the end of the run; `python -m bench.perop run` gives the same outside pytest.
+(bench/flink_ops.py, bench/perop.py) end to end under its quick protocol (2 fresh JVMs per
+backend, op and TTL mode, 2 fresh interpreters per backend and state kind, 3 short rounds,
+20 k keys; a few minutes) and checks the document's structure and its verdict rules: every
+process gave every round, the gate's counts add up, and every cell's verdict follows from its
+interval and the band. It asserts no verdict and no speed: a run this small decides little,
+and the verdicts the docs report come from three runs of the lean protocol compared,
+`python -m bench.perop run --protocol lean --out docs/results/per-op.json` then
+`python -m bench.perop compare` (docs/performance.md). `STATEBENCH_PEROP_PROTOCOL=lean` or
+`=full` runs those protocols here instead (12-14 and about 30 minutes on a 2-core machine).
+The suite's document goes into the saved JSON's extra_info under "perop" and is printed at the
+end of the run.
 
 The protocol test sends the same ops as one pre-encoded batch from Python and compares the
-per-op time with Flink's own loop: the lane's overhead (transfer + decode) should be at most 25%
-of Flink's per-op time (reported, not asserted: a speed target on a shared machine).
+per-op time with Flink's own loop: the lane's overhead (transfer + decode) over Flink's per-op
+time is reported with its spread over back-to-back pairs, not held to a target (a speed target
+on a shared machine is not a test).
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ from bench.flink_ops import KEYS, LEAN, NOW, OPS, descs, protocol_from_env
 from bench.perop import format_document, run
 
 BATCH_OPS = 50_000
-OVERHEAD_TARGET = 0.25
 PAIRS = 7
 VERDICTS = {"agree", "disagree", "undecided"}
 
@@ -53,8 +55,9 @@ def workers() -> Iterator[dict[str, FlinkWorker]]:
 
 # ------------------------------------------------------------------------- tests
 #: The lean protocol takes 12-14 minutes on a 2-core machine (126 forks, 18 workers), past
-#: the suite's default per-test timeout; the full one, about 30.
-PEROP_TIMEOUT_S = {"lean": 1500, "full": 4800}
+#: the suite's default per-test timeout; the full one, about 30; the quick one less, but on a
+#: machine shared with other jobs it took far longer (docs/performance.md gives its times).
+PEROP_TIMEOUT_S = {"quick": 1200, "lean": 1500, "full": 4800}
 
 
 @pytest.mark.timeout(PEROP_TIMEOUT_S[protocol_from_env().name])
@@ -83,27 +86,72 @@ def test_per_op_rates_statebench_vs_flink(benchmark: Any) -> None:
         raise failed[0]
     benchmark.extra_info.update(perop=doc)
     print("\n" + "\n".join(format_document(doc)))
+    assert doc["protocol"]["name"] == protocol.name
     assert len(doc["rates"]) == 2 * 2 * 3 * len(OPS)  # sides x backends x TTL modes x ops
     assert all(r["median"] > 0 and r["ci_low"] <= r["median"] <= r["ci_high"]
                and isinstance(r["unstable"], bool) for r in doc["rates"])
-    assert len(doc["cells"]) == 28
-    assert {c["verdict"] for c in doc["cells"]} <= VERDICTS
     # every fork and worker gave every round: a process's ratio of means had both partners
     for r in doc["rates"]:
         rounds = protocol.jvm_iterations if r["side"] == "flink" else protocol.py_values
         processes = protocol.forks if r["side"] == "flink" else protocol.workers
         assert len(r["values"]["cpu"]) == processes
         assert all(len(g) == rounds for g in r["values"]["cpu"])
+        assert r["n"] == rounds * processes
     assert doc["machine_probe"]["median"] > 0
-    # the machine gate retook at most its allowance: a round per measured round and process
-    for r in doc["rates"]:
-        rounds = protocol.jvm_iterations if r["side"] == "flink" else protocol.py_values
-        processes = protocol.forks if r["side"] == "flink" else protocol.workers
-        assert 0 <= r["slow_kept"] <= r["retaken"] <= rounds * processes
-    assert doc["gate"]["retaken_rounds"] >= 0
+    assert_verdict_rules(doc["cells"], doc["rates"])
+    assert_gate_counts(doc, protocol)
     # every kept round read the cache probe: each rate says under what cache pressure it ran
     assert doc["cache_probe"]["p10"] <= doc["cache_probe"]["median"] <= doc["cache_probe"]["p90"]
     assert all(r["cache"]["median"] > 0 and r["cache"]["level"] > 0 for r in doc["rates"])
+    assert all(len(c) == len(v) for r in doc["rates"]
+               for c, v in zip(r["values"]["cache"], r["values"]["cpu"]))
+
+
+def assert_verdict_rules(cells: list[dict[str, Any]], rates: list[dict[str, Any]]) -> None:
+    """Every (backend, TTL mode, op) has one cell, and no cell contradicts itself: its verdict
+    is the one its interval gives against its band (agree: the whole interval inside; disagree:
+    wholly outside; undecided: across an edge), each of its ratios lies in its interval, and it
+    is flagged unstable exactly when one of its four rate series is."""
+    unstable = {(r["side"], r["backend"], r["ttl"], r["op"]): r["unstable"] for r in rates}
+    keys = [(c["backend"], c["ttl"], c["op"]) for c in cells]
+    assert sorted(keys) == sorted((k, t, op) for k in ("heap", "rocksdb")
+                                  for t in ("on", "on_no_bg") for op in OPS)
+    for c in cells:
+        lo, hi = c["ratio"]["ci_low"], c["ratio"]["ci_high"]
+        low_edge, high_edge = c["band"]
+        assert 0 < lo <= c["ratio"]["value"] <= hi, c
+        assert low_edge < 1 < high_edge, c
+        inside = low_edge <= lo and hi <= high_edge
+        outside = hi < low_edge or lo > high_edge
+        want = "agree" if inside else "disagree" if outside else "undecided"
+        assert c["verdict"] in VERDICTS and c["verdict"] == want, c
+        for side in ("flink_ttl_over_off", "statebench_ttl_over_off"):
+            assert 0 < c[side]["ci_low"] <= c[side]["value"] <= c[side]["ci_high"], c
+        assert c["unstable"] == any(unstable[(side, c["backend"], t, c["op"])]
+                                    for side in ("flink", "statebench")
+                                    for t in (c["ttl"], "off")), c
+
+
+def assert_gate_counts(doc: dict[str, Any], protocol: Any) -> None:
+    """The machine gate's counts add up: a round holds every TTL mode, so the modes of one
+    (side, backend, op) share their retaken and slow-kept rounds; no process retook more than
+    its allowance (a round per measured round), and a slow round was kept only once the
+    allowance was used (a protocol that never retakes keeps and counts every slow round); the
+    run's totals are the sums over the rates with TTL off."""
+    by_op: dict[tuple, set[tuple[int, int]]] = {}
+    for r in doc["rates"]:
+        rounds = protocol.jvm_iterations if r["side"] == "flink" else protocol.py_values
+        processes = protocol.forks if r["side"] == "flink" else protocol.workers
+        if protocol.retake:
+            assert 0 <= r["slow_kept"] <= r["retaken"] <= rounds * processes, r
+        else:
+            assert r["retaken"] == 0 and 0 <= r["slow_kept"] <= rounds * processes, r
+        by_op.setdefault((r["side"], r["backend"], r["op"]), set()).add(
+            (r["retaken"], r["slow_kept"]))
+    assert all(len(counts) == 1 for counts in by_op.values()), by_op
+    offs = [r for r in doc["rates"] if r["ttl"] == "off"]
+    assert doc["gate"]["retaken_rounds"] == sum(r["retaken"] for r in offs)
+    assert doc["gate"]["slow_rounds_kept"] == sum(r["slow_kept"] for r in offs)
 
 
 @pytest.mark.parametrize("kind", ["heap", "rocksdb"])
@@ -152,7 +200,6 @@ def test_protocol_overhead_batch_vs_jvm_loop(benchmark, workers, kind, mode) -> 
                 "python_encode_ns_per_op": round(encode_s / BATCH_OPS * 1e9, 1),
                 "overhead_over_flink": round(overhead, 3),
                 "overhead_spread": [round(min(pair), 3), round(max(pair), 3)],
-                "meets_25pct_target": overhead <= OVERHEAD_TARGET,
             }
 
     benchmark.pedantic(measure, rounds=1, iterations=1)
@@ -160,3 +207,8 @@ def test_protocol_overhead_batch_vs_jvm_loop(benchmark, workers, kind, mode) -> 
                                 protocol_overhead=result)
     print(f"\n[flink {kind} ttl={mode}] {result}")
     assert set(result) == {"value_update", "value_get"}
+    for got in result.values():  # the numbers a reader gets are measured and consistent
+        assert got["flink_loop_ns_per_op"] > 0 and got["batch_ns_per_op"] > 0
+        assert got["jvm_side_ns_per_op"] > 0 and got["python_encode_ns_per_op"] > 0
+        low, high = got["overhead_spread"]
+        assert low <= got["overhead_over_flink"] <= high

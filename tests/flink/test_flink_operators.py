@@ -26,6 +26,7 @@ from backends.flink import operators as wire_ops
 from backends.flink.register import ttl_fields
 from tests.flink.conftest import start_worker
 from tests.flink.lanes_util import lane_session
+from tests.operators.test_runs import FLINK_APPLIES_TTL
 from tests.runner.conftest import spark_session
 from workloads.nexmark import AUCTION, BID
 from workloads.operators import OPERATOR_CLASSES, make_operator
@@ -185,6 +186,22 @@ def test_a_ttl_lets_a_duplicate_through_and_the_reference_run_counts_it(
     assert (sample.live, sample.expired) == (1, 1)  # (5, 7) written at 3 expired at 8
 
 
+@pytest.mark.parametrize("backend", ["heap", "rocksdb"])
+@pytest.mark.parametrize("kind", ["tumbling_window", "interval_join", "session_window"])
+def test_a_ttl_cannot_change_what_flinks_windows_and_interval_join_emit(
+        kind: str, backend: str, tmp_path: Path) -> None:
+    """A 1 ms TTL, far shorter than every window, session and interval of the trace: Flink
+    enables no state TTL on these operators (docs/operators.md), so the outputs, entries and
+    timers are the no-TTL trace's, nothing is expired, and the reference run finds no change."""
+    op, rows, outputs, live, registered, fired = TRACES[kind]
+    assert _emulated(op, rows, 0, 1) == outputs
+    sample, result = _run_worker(backend, op, rows, 0, 1, rows[-1][2], tmp_path)
+    assert (result.outputs, result.digest) == wire_ops.output_digest(outputs)
+    assert (sample.live, sample.expired) == (live, 0)
+    assert (result.timers_registered, result.timers_fired) == (registered, fired)
+    assert result.changed == 0 and result.compared == len(set(outputs))
+
+
 def test_the_output_hash_is_the_workers() -> None:
     """The Python hash is the Java one: a record with negative and large values."""
     assert wire_ops.output_hash(("+I", -1, 1 << 62)) != wire_ops.output_hash(("+I", 1 << 62, -1))
@@ -225,8 +242,15 @@ def test_the_lane_holds_the_emulations_entries_sample_for_sample(name: str,
                        "ttl_changed_outputs", "ttl_compared_outputs", "ttl_changed_results",
                        "records"):
             assert _per_task(rows, ours, metric) == _per_task(rows, flink, metric), metric
-    assert max(_per_task(rows, "flink-rocksdb", "expired_present_entries").values()) > 0
-    assert max(_per_task(rows, "flink-heap", "ttl_changed_outputs").values()) > 0
+    # a TTL reaches only the states Flink gives one (tests/operators/test_runs.py's
+    # FLINK_APPLIES_TTL): windows and the interval join keep every entry and every result
+    for flink in ("flink-heap", "flink-rocksdb"):
+        expired = max(_per_task(rows, flink, "expired_present_entries").values())
+        changed = max(_per_task(rows, flink, "ttl_changed_outputs").values())
+        if FLINK_APPLIES_TTL[name]:
+            assert expired > 0 and changed > 0, flink
+        else:
+            assert expired == 0 and changed == 0, flink
     # Flink's own checkpoints of the operator's state (and timers), restored with its states
     for backend in ("flink-heap", "flink-rocksdb"):
         assert max(_per_task(rows, backend, "checkpoint_bytes").values()) > 0

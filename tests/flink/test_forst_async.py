@@ -17,7 +17,6 @@ What is established here:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,7 @@ from typing import Any
 import pytest
 
 import backends as B
-from backends.flink import TIMER_REASON, FlinkCommandError, FlinkUnavailableError, FlinkWorker
-from backends.flink.build import ensure_worker_built
+from backends.flink import TIMER_REASON, FlinkCommandError, FlinkWorker
 from backends.flink.lanes import (
     V2_READ_AND_WRITE_REASON,
     V2_TTL_REASON,
@@ -34,11 +32,11 @@ from backends.flink.lanes import (
     ttl_reason,
 )
 from tests.flink.conftest import start_worker
+from tests.flink.lanes_util import lane_session
 from tests.flink.oplang import Program, descriptors, generate, run_flink
 from tests.flink.test_flink_differential import LONG_KEYS, STRING_KEYS
 from tests.runner.conftest import small_spec, spark_session
 from workloads.run.engines.inprocess import run_in_process
-from workloads.run.flink_lane import WARMUP_ENV, close_idle_workers
 from workloads.run.plan import RunConfig
 
 LANES = ("flink-forst", "flink-forst-async")
@@ -62,20 +60,12 @@ STEPS = 600
 
 @pytest.fixture(scope="module", autouse=True)
 def flink_available() -> Iterator[None]:
-    try:
-        ensure_worker_built()
-    except FlinkUnavailableError as exc:
-        if os.environ.get("STATEBENCH_REQUIRE_FLINK"):
-            raise
-        pytest.skip(str(exc))
-    saved = os.environ.get(WARMUP_ENV)
-    os.environ[WARMUP_ENV] = "4000"  # no speed is measured here
-    yield
-    close_idle_workers()
-    if saved is None:
-        os.environ.pop(WARMUP_ENV, None)
-    else:
-        os.environ[WARMUP_ENV] = saved
+    """The worker built, else the module fails where the session must run Flink (the extra
+    installed, or STATEBENCH_REQUIRE_FLINK) and skips elsewhere (the shared rule,
+    tests/flink/conftest.fail_or_skip); a short JIT warm-up, since no speed is measured here;
+    the lanes' JVMs closed afterwards."""
+    with lane_session():
+        yield
 
 
 @pytest.fixture(scope="module")

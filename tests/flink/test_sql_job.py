@@ -35,7 +35,7 @@ from workloads.run.config import OperatorConfig
 from workloads.run.engines.inprocess import run_in_process
 from workloads.run.metrics import METRIC_SCHEMA, MetricRows
 from workloads.run.plan import PlanError, RunConfig
-from workloads.run.sql_lane import changed_outputs, report_rows
+from workloads.run.sql_lane import REFERENCE_TTL_MS, changed_outputs, report_rows
 from workloads.spec import load_spec
 
 EVENTS = 20_000
@@ -76,21 +76,53 @@ JOBS: dict[str, tuple[str, str, int, dict[str, Any]]] = {
     "join": ("regular_join", "rocksdb", 0, {"category": CATEGORY}),
     "window": ("tumbling_window", "hashmap", 0, {"window_ms": WINDOW_MS}),
     "agg": ("group_agg", "hashmap", 0, {"agg": "count"}),
+    "agg_max": ("group_agg", "hashmap", 0, {"agg": "max", "collect_outputs": True}),
+    "agg_max_retained": ("group_agg", "hashmap", REFERENCE_TTL_MS,
+                         {"agg": "max", "collect_outputs": True}),
     "dedup_p2": ("dedup", "rocksdb", 0, {"parallelism": 2}),
     "dedup_ttl": ("dedup", "rocksdb", TTL_MS, {"conf": SMALL_MEMTABLES}),
 }
 
 
+#: A folder name Flink got wrong as a URI string: ``File.toURI()`` of it, read back by
+#: ``Path(String)``, named the sibling ``sp%20ace%23h%25`` (the source found no file there
+#: and waited; the checkpoints went there).
+ODD_FOLDER = "sp ace#h%"
+#: Jobs run in the same JVM whose reports are checked apart (module ``reports_apart``):
+#: the events and checkpoints in ODD_FOLDER; and windows longer than the run, which all fire
+#: at the end-of-input watermark, before the paced clock reaches their end.
+JOBS_APART: dict[str, tuple[str, str, int, dict[str, Any]]] = {
+    "odd_path": ("dedup", "hashmap", 0, {}),
+    "late_windows": ("tumbling_window", "hashmap", 0, {"window_ms": 60_000}),
+}
+
+
 @pytest.fixture(scope="module")
-def reports(events: tuple[Path, pa.Table],
-            tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    path, _ = events
+def all_reports(events: tuple[Path, pa.Table], tmp_path_factory: pytest.TempPathFactory
+                ) -> tuple[dict[str, dict[str, Any]], Path]:
+    """Every job of the module, in one JVM; and the folder of their checkpoints."""
+    path, table = events
     root = tmp_path_factory.mktemp("sql-jobs")
+    odd = root / ODD_FOLDER
+    odd.mkdir()
+    odd_events = odd / "events.csv"
+    assert write_events_csv(table, odd_events) == EVENTS
     jobs = [SqlJobConfig(events=path, count=EVENTS, kind=kind, backend=backend,
                          checkpoint_dir=root / name, checkpoint_interval_ms=200, ttl_ms=ttl,
                          sample_interval_ms=100, **extra)
             for name, (kind, backend, ttl, extra) in JOBS.items()]
-    return dict(zip(JOBS, run_sql_jobs(jobs)))
+    for name, (kind, backend, ttl, extra) in JOBS_APART.items():
+        where = odd if name == "odd_path" else root
+        jobs.append(SqlJobConfig(events=odd_events if name == "odd_path" else path,
+                                 count=EVENTS, kind=kind, backend=backend,
+                                 checkpoint_dir=where / name, checkpoint_interval_ms=200,
+                                 ttl_ms=ttl, sample_interval_ms=100, **extra))
+    return dict(zip([*JOBS, *JOBS_APART], run_sql_jobs(jobs))), root
+
+
+@pytest.fixture(scope="module")
+def reports(all_reports: tuple[dict[str, dict[str, Any]], Path]) -> dict[str, dict[str, Any]]:
+    return {name: r for name, r in all_reports[0].items() if name in JOBS}
 
 
 # ------------------------------------------------------------------------------------------
@@ -155,6 +187,19 @@ def count_reference(table: pa.Table) -> Counter[str]:
 
 def _outputs(report: dict[str, Any]) -> Counter[str]:
     return Counter({k: v for k, v in report["outputs"].items() if v})
+
+
+def test_retention_makes_group_agg_emit_unchanged_maxima(
+        reports: dict[str, dict[str, Any]], events: tuple[Path, pa.Table]) -> None:
+    """Why the lane's TTL reference keeps a TTL nothing reaches (sql_lane.REFERENCE_TTL_MS)
+    instead of none: Flink's GroupAggFunction drops an update that leaves MAX unchanged only
+    with retention off, so a reference without TTL counted those updates as changed results."""
+    _, table = events
+    bids = sum(1 for r in _rows(table) if r["event_type"] == BID)
+    auctions = len({r["auction_id"] for r in _rows(table) if r["event_type"] == BID})
+    retained, plain = _outputs(reports["agg_max_retained"]), _outputs(reports["agg_max"])
+    assert retained == Counter({"+I": auctions, "-U": bids - auctions, "+U": bids - auctions})
+    assert plain["+I"] == auctions and 0 < plain["+U"] < retained["+U"]
 
 
 def test_each_querys_output_changelog_is_the_python_reference(
@@ -338,6 +383,37 @@ def test_the_report_becomes_metric_rows(reports: dict[str, dict[str, Any]]) -> N
 # ------------------------------------------------------------------------------------------
 # Bad input: one clear error
 # ------------------------------------------------------------------------------------------
+
+
+def test_paths_with_a_space_hash_or_percent_reach_flink_as_they_are(
+        all_reports: tuple[dict[str, dict[str, Any]], Path]) -> None:
+    """Issue 31: a folder with a space, '#' or '%' went to Flink as a file: URI string, which
+    Flink's Path quotes again: the source read a sibling folder that does not exist and the
+    job waited; checkpoints went into that percent-encoded sibling."""
+    reports_, root = all_reports
+    report = reports_["odd_path"]
+    assert report["records"] == EVENTS
+    assert sum(report["outputs"].values()) > 0
+    assert [c for c in report["checkpoints"] if c["status"] == "COMPLETED"]
+    assert sorted(p.name for p in root.iterdir() if "%" in p.name) == [ODD_FOLDER]
+    assert sorted(p.name for p in (root / ODD_FOLDER).iterdir()) == ["events.csv", "odd_path"]
+
+
+def test_a_latency_that_was_not_measured_is_absent_not_zero(
+        all_reports: tuple[dict[str, dict[str, Any]], Path]) -> None:
+    """Issue 31: windows that the end-of-input watermark fires before the paced clock reaches
+    their end have no latency; it was clamped to 0 and reported as p50 = p99 = max = 0."""
+    report = all_reports[0]["late_windows"]
+    assert sum(report["outputs"].values()) > 0  # the windows fired, at the end of input
+    assert report["latency_us"] == {}
+    cfg = OperatorConfig(run_id="r", workload="w", backend="flink-sql-heap", strategy="none",
+                         value_type="long", state_types=(), ttl_ms=None,
+                         update_type="OnCreateAndWrite", visibility="NeverReturnExpired",
+                         time_characteristic="EventTime", start_ms=0, end_ms=2_000,
+                         sample_interval_ms=100)
+    metrics = {row[3] for row in report_rows(cfg, report, 2_000)}
+    assert not any(m.startswith("latency_") for m in metrics)
+    assert "operator_outputs" in metrics
 
 
 def test_bad_job_settings_are_refused_before_any_jvm(tmp_path: Path) -> None:

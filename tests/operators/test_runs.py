@@ -99,3 +99,56 @@ def test_flink_lanes_are_refused_naming_the_lane() -> None:
             RunConfig(spec=small(name), backends=("flink-forst",))
     with pytest.raises(UnsupportedOperator, match="'nope' is not emulated"):
         check_supported("nope")
+
+
+#: Whether Flink applies ``table.exec.state.ttl`` / a state TTL to the operator's state, read
+#: in Flink 2.3's classes (docs/operators.md, "Which operators Flink's state TTL reaches"):
+#: windows (``WindowOperator``; SQL's ``AbstractSyncStateWindowAggProcessor``) and the interval
+#: join (``TimeIntervalJoin``) never enable one; dedup, the regular join, the group aggregate
+#: and Top-N do.
+FLINK_APPLIES_TTL = {
+    "nexmark-q7-window": False, "nexmark-q5-sliding": False, "nexmark-q11-session": False,
+    "nexmark-interval-join": False, "nexmark-q18-dedup": True, "nexmark-q20-join": True,
+    "nexmark-q4-agg": True, "nexmark-q19-topn": True,
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLINK_APPLIES_TTL))
+def test_a_ttl_changes_results_only_where_flink_applies_one(name: str, tmp_path) -> None:
+    """A 20 ms TTL (far shorter than any window, interval or key's life in these specs): where
+    Flink ignores TTL, outputs, live state and checkpoints are those of the same run without a
+    TTL and nothing expires; where Flink applies it, entries expire and results change."""
+    spec = small(name, events=10_000, ttl_ms=20)
+    out = run_in_process(RunConfig(spec=spec, backends=("heap", "rocksdb"),
+                                   strategies=("none", "timer"), measure_latency=False,
+                                   checkpoint_root=str(tmp_path / "ck")))
+    rows = out.rows.to_pylist()
+
+    def series(backend: str, strategy: str, metric: str) -> list[float]:
+        return [r["value"] for r in sorted(rows, key=lambda r: (r["task"], r["step"]))
+                if r["backend"] == backend and r["strategy"] == strategy
+                and r["metric"] == metric]
+
+    for backend in ("heap", "rocksdb"):
+        changed = series(backend, "timer", "ttl_changed_outputs")
+        expired = series(backend, "timer", "expired_present_entries")
+        assert changed and expired
+        if FLINK_APPLIES_TTL[name]:
+            assert sum(changed) > 0 and max(expired) > 0, backend
+        else:
+            assert sum(changed) == 0 and max(expired) == 0, backend
+            for metric in ("operator_outputs", "live_entries", "timers_fired"):
+                assert series(backend, "timer", metric) == series(backend, "none", metric)
+
+
+def test_a_window_ttl_sweep_is_flat_as_in_flink() -> None:
+    """What Flink shows for a window: every TTL keeps the same state and changes nothing (the
+    q4 sweep above is the contrast: there the TTL bounds state and changes results)."""
+    sweep = parse_sweep("ttl(ms=20,400,100000)")
+    out = run_in_process(RunConfig(spec=small("nexmark-q7-window", events=10_000),
+                                   backends=("heap",), strategies=("none", *sweep.labels),
+                                   sweep=sweep, measure_latency=False))
+    curve = ttl_curve(out.rows)
+    assert [p.ttl_ms for p in curve] == [20, 400, 100_000]
+    assert {p.ttl_changed_results for p in curve} == {0.0}
+    assert len({p.peak_live_entries for p in curve}) == 1

@@ -27,8 +27,12 @@ def spark() -> Iterator[Any]:
     yield from spark_session(MASTER)
 
 
-@pytest.mark.parametrize("name", ["nexmark-q20-join", "nexmark-q7-window"])
-def test_spark_equals_in_process(spark, tmp_path: Path, name: str) -> None:
+# A join's state takes the TTL and its results change; a window's contents never do (Flink's
+# window operators create their state without TTL: docs/operators.md), so its results stay put.
+@pytest.mark.parametrize(("name", "ttl_changes_results"),
+                         [("nexmark-q20-join", True), ("nexmark-q7-window", False)])
+def test_spark_equals_in_process(spark, tmp_path: Path, name: str,
+                                 ttl_changes_results: bool) -> None:
     spec = small(name, ttl_ms=300)
 
     def config(tag: str) -> RunConfig:
@@ -42,7 +46,8 @@ def test_spark_equals_in_process(spark, tmp_path: Path, name: str) -> None:
         local.rows, OPERATOR_METRICS)
     changed = [r["value"] for r in on_spark.rows.to_pylist()
                if r["metric"] == "ttl_changed_results" and r["task"] == -1]
-    assert len(changed) == 4 and min(changed) > 0
+    assert len(changed) == 4
+    assert (min(changed) > 0) if ttl_changes_results else (max(changed) == 0)
 
 
 def test_cli_runs_a_shipped_operator_spec(spark, tmp_path: Path) -> None:

@@ -336,3 +336,64 @@ def test_trace_files(sandbox: Sandbox, trace: pa.Table | bytes, checkpoints: int
                             str(results))
     if status == 2:
         assert not results.exists() or list(results.iterdir()) == []
+
+
+# ------------------------------------------------------------------------------------------------
+# Operator specs and sweep values (issue 31): a run of a fuzzed operator spec, with or without a
+# fuzzed --sweep, ends working (its events recorded as asked) or in one line before any work
+# ------------------------------------------------------------------------------------------------
+
+sweep_value = st.one_of(st.integers(1, 400).map(str), st.sampled_from(
+    [str(v) for v in WILD_INTS] + ["1e3", "x", "", "-5", "0", "1_000", "nan"]))
+
+
+@st.composite
+def sweeps(draw: Any) -> str:
+    strategy, knob = draw(st.sampled_from([
+        ("ttl", "ms"), ("ttl", "ms"), ("incremental", "size"), ("incremental", "per_record"),
+        ("timer", "granularity_ms"), ("compaction_filter", "query_time_after_num_entries"),
+        ("ttl", "nope"), ("nope", "ms")]))
+    values = draw(st.lists(sweep_value, min_size=0, max_size=3))
+    return f"{strategy}({knob}={','.join(values)})"
+
+
+@fuzz(40)
+@given(doc=st.deferred(lambda: _operator_documents(max_events=300)),
+       sweep=st.one_of(st.none(), sweeps()))
+@example(doc={"name": "op", "operator": {"kind": "dedup"}, "time": {"rate": 1000, "events": 1},
+              "state": {"time_characteristic": "EventTime", "ttl_ms": 10}}, sweep=None)
+@example(doc={"name": "op", "operator": {"kind": "tumbling_window", "slide_ms": 10},
+              "time": {"rate": 1000, "events": 100},
+              "state": {"time_characteristic": "EventTime"}}, sweep=None)
+@example(doc={"name": "op", "operator": {"kind": "dedup"}, "time": {"rate": 1000,
+                                                                     "events": 200},
+              "state": {"time_characteristic": "EventTime", "ttl_ms": 10}},
+         sweep="ttl(ms=5,99999999999999999999)")
+def test_operator_specs_and_sweep_values(sandbox: Sandbox, doc: dict[str, Any],
+                                         sweep: str | None) -> None:
+    import json
+
+    from tests.reliability.test_spec_fuzz import _toml_doc
+
+    folder = sandbox.folder()
+    spec = folder / "op.toml"
+    spec.write_text(_toml_doc(doc))
+    results = folder / "r"
+    argv = ["run", str(spec), "--in-process", "--backend", "heap", "--no-report", "--no-latency",
+            "--parallelism", "1", "--results-dir", str(results)]
+    if sweep is not None:
+        argv += ["--sweep", sweep]
+    status, _ = sandbox.cli(*argv)
+    if status == 2:
+        assert not results.exists() or list(results.iterdir()) == []
+        return
+    (run_dir,) = results.iterdir()
+    config = json.loads((run_dir / "run.json").read_text())["config"]
+    assert config["events"] == doc["time"]["events"]  # what was asked, not the bids
+    assert config["operator_records"] > 0  # a run in which nothing reached the operator is refused
+
+
+def _operator_documents(max_events: int) -> st.SearchStrategy[dict[str, Any]]:
+    from tests.reliability.test_spec_fuzz import operator_documents
+
+    return operator_documents(max_events=max_events)

@@ -246,3 +246,117 @@ def test_tiny_in_process_run_of_a_fuzz_like_spec(events: int, tmp_path: Any) -> 
     outcome = run(RunConfig(spec=spec, backends=("heap",), parallelism=1),
                   make_engine(in_process=True))
     assert outcome.facts.events == events
+
+
+# ------------------------------------------------------------------------------------------------
+# Operator specs (issue 31): every kind with its own and other kinds' fields, [nexmark] knobs,
+# out-of-range values; refused in one line, or a run whose Nexmark input is generated as planned
+# ------------------------------------------------------------------------------------------------
+
+OPERATOR_KINDS = ["tumbling_window", "sliding_window", "session_window", "interval_join",
+                  "regular_join", "group_agg", "dedup", "topn"]
+OWN_FIELDS = {
+    "tumbling_window": ("window_ms", "agg", "group_by"),
+    "sliding_window": ("window_ms", "slide_ms", "agg", "group_by"),
+    "session_window": ("gap_ms", "agg", "group_by"),
+    "interval_join": ("lower_ms", "upper_ms", "category"),
+    "regular_join": ("category",),
+    "group_agg": ("agg", "group_by"),
+    "dedup": (),
+    "topn": ("top_n", "group_by"),
+}
+strings = st.sampled_from(["max", "sum", "count", "avg", "auction", "bidder", "category", "",
+                           "MAX", "auction "])
+SANE_FIELDS: dict[str, st.SearchStrategy[Any]] = {
+    "window_ms": st.sampled_from([10, 100, 1_000, 10_000, 100_000]),
+    "slide_ms": st.sampled_from([1, 5, 10, 100, 1_000]),
+    "gap_ms": st.integers(1, 2_000), "lower_ms": st.integers(-500, 0),
+    "upper_ms": st.integers(0, 500), "top_n": st.integers(1, 20),
+    "category": st.sampled_from([-1, 10, 11, 14]),
+    "agg": st.sampled_from(["max", "sum", "count"]),
+    "group_by": st.sampled_from(["auction", "bidder", "category"]),
+}
+
+
+@st.composite
+def operator_documents(draw: Any, max_events: int = 2_000) -> dict[str, Any]:
+    """An operator spec: mostly the kind's own fields in range, with (by the document's
+    wildness) another kind's fields, values far out of range, and wild [nexmark] knobs."""
+    pick = _Pick(draw, draw(st.sampled_from([0.0, 0.05, 0.15, 0.5])))
+    kind = draw(st.sampled_from([*OPERATOR_KINDS, "nope"]) if pick.p else
+                st.sampled_from(OPERATOR_KINDS))
+    table: dict[str, Any] = {"kind": kind}
+    names = list(OWN_FIELDS.get(kind, ()))
+    if draw(st.floats(0, 1)) < pick.p:
+        names.append(draw(st.sampled_from(sorted(SANE_FIELDS))))
+    for name in names:
+        wild = strings if name in ("agg", "group_by") else ints
+        pick.maybe(table, name, SANE_FIELDS[name], wild)
+    nexmark: dict[str, Any] = {}
+    for name in ("hot_auction_ratio", "hot_bidder_ratio", "in_flight_auctions",
+                 "num_active_people", "num_categories"):
+        pick.maybe(nexmark, name, st.integers(1, 100), ints, 0.7)
+    if draw(st.floats(0, 1)) < 0.3:
+        lo, hi = pick(st.integers(1, 1000), ints), pick(st.integers(1000, 10_000), ints)
+        nexmark["auction_duration_ms"] = [lo, hi]
+    time: dict[str, Any] = {"rate": pick(st.integers(1_000, 100_000), numbers),
+                            "events": pick(st.integers(1, max_events), ints)}
+    pick.maybe(time, "max_out_of_orderness_ms", st.integers(0, 200), ints, 0.5)
+    state: dict[str, Any] = {"time_characteristic": "EventTime"}
+    pick.maybe(state, "ttl_ms", st.integers(1, 500), ints)
+    doc: dict[str, Any] = {"name": "fuzz-op", "seed": pick(st.integers(0, 2**32), ints),
+                           "operator": table, "time": time, "state": state}
+    if nexmark:
+        doc["nexmark"] = nexmark
+    if draw(st.floats(0, 1)) < pick.p:  # a section an operator spec does not have
+        doc[draw(st.sampled_from(["values", "keys"]))] = {"type": "long"}
+    return doc
+
+
+def _toml_doc(doc: dict[str, Any]) -> str:
+    """``_toml`` with arrays (auction_duration_ms)."""
+    text = _toml({k: v for k, v in doc.items() if k != "nexmark"})
+    if "nexmark" in doc:
+        lines = ["[nexmark]"]
+        for k, v in doc["nexmark"].items():
+            lines.append(f"{k} = [{', '.join(map(str, v))}]" if isinstance(v, list)
+                         else f"{k} = {v}")
+        text += "\n".join(lines) + "\n"
+    return text
+
+
+@settings(max_examples=300, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(doc=operator_documents())
+def test_an_operator_spec_is_refused_cleanly_or_generates_its_input(doc: dict[str, Any]) -> None:
+    from workloads.operators.input import input_rows_bound, nexmark_config, operator_partition
+    from workloads.spec import NEXMARK_FIRST_CATEGORY, OPERATOR_FIELDS
+
+    data = tomllib.loads(_toml_doc(doc))
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        try:
+            spec = parse_spec(data, source="fuzz.toml")
+        except SpecError as exc:
+            message = str(exc)
+            assert "\n" not in message and message.endswith("(in fuzz.toml)")
+            assert "got an array" not in message  # says what is wrong with it
+            return
+        op = spec.operator
+        assert op is not None and spec.time is not None
+        # nothing the spec accepts is refused later by the generator's own checks
+        cfg = nexmark_config(spec)
+        assert cfg.events == spec.time.events
+        # every field given applies to the kind, and every key exists on the input
+        given = set(doc["operator"]) - {"kind", "query"}
+        assert given <= set(OWN_FIELDS[op.kind]) == set(OPERATOR_FIELDS[op.kind])
+        if op.kind != "group_agg":
+            assert op.group_by != "category"
+        assert op.category == -1 or (NEXMARK_FIRST_CATEGORY <= op.category
+                                     < NEXMARK_FIRST_CATEGORY + op.nexmark.num_categories)
+        if op.kind == "sliding_window":
+            assert op.window_ms // op.slide_ms <= limits.MAX_SLIDING_WINDOWS
+        rows = sum(b.num_rows for b in operator_partition(spec, 0, 1, 512))
+        bound = input_rows_bound(spec)
+        assert rows <= bound and (rows == bound or op.category != -1)
+        assert parse_spec(spec.to_dict()) == spec  # what run.json records parses back

@@ -8,6 +8,7 @@ clock in its specs: ProcessingTime), where most cells cannot separate and must s
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from collections.abc import Callable
@@ -218,3 +219,67 @@ def test_a_backend_with_one_strategy_has_nothing_to_choose(
         assert why == "nothing to compare"
         assert row.recommended is None
         assert row.tradeoff.text == "Only none ran on this backend: nothing to choose between."
+
+
+def _record_rounds(run_dir: Path, reps: int) -> None:
+    """Mark the synthetic run as run in paired rounds: run.json lists every round's jobs (the
+    runner's ``config.rounds``), every scenario once per round."""
+    meta = json.loads((run_dir / "run.json").read_text())
+    rows = _rows(run_dir)
+    for workload, config in meta["config"]["workloads"].items():
+        labels = sorted({f"{r['backend']}/{r['strategy']}" for r in rows
+                         if r["workload"] == workload and r["metric"] == "records_per_s"})
+        config["rounds"] = {"count": reps, "order_seed": 1, "orders": [labels] * reps}
+    (run_dir / "run.json").write_text(json.dumps(meta))
+
+
+def test_a_paired_fastest_cell_names_the_leading_group_and_how_far_ahead_it_is(
+        make_run: Callable[..., Path]) -> None:
+    """Rounds recorded: the Fastest cell names the strategies the rounds cannot tell from the
+    leader, then each of the rest with the leader's lead over it (the geometric mean of the
+    per-round ratios, from the parquet rows)."""
+    run_dir = make_run("rounds", event_time=(W,), reps=8,
+                       throughput_factor={"none": 1.0, "full_snapshot": 1.0, "timer": 0.6,
+                                          "compaction_filter": 0.4, "incremental": 0.4})
+    _record_rounds(run_dir, 8)
+    rows = _rows(run_dir)
+    found = _row(run_dir, "rocksdb").picks["fastest"]  # none, full_snapshot, timer, c_f
+    assert found is not None and found.decided and not found.separated
+    assert {k.strategy for k in found.leaders} == {"none", "full_snapshot"}
+    headline, separated, why = cell_text(found)
+    assert not separated and "paired rounds" in why
+
+    def lead(slower: str) -> float:
+        best = np.array(_throughput(rows, "rocksdb", found.best.strategy))
+        other = np.array(_throughput(rows, "rocksdb", slower))
+        return float(np.exp(np.mean(np.log(best / other))))
+
+    first, second = (k.strategy for k in found.leaders)
+    assert headline.startswith(f"{first} and {second} (lead ")
+    assert headline.endswith(f"ahead of timer {lead('timer'):.3g}\u00d7 and compaction_filter "
+                             f"{lead('compaction_filter'):.3g}\u00d7")
+    html = unescape(report_html(load_run(run_dir)))
+    table = html[html.index(f'<table class="decision" data-workload="{W}">'):]
+    cell = re.search(r'<tr data-backend="rocksdb">.*?<td data-cell="fastest" '
+                     r'data-separated="(\w+)"><span class="pick">(.*?)</span>', table)
+    assert cell is not None and cell.groups() == ("group", headline)
+
+
+def test_a_recommendation_says_how_many_outputs_its_ttl_changed(logical_run: Path) -> None:
+    """An operator workload measures ``ttl_changed_results``: the recommended strategy's share
+    is in its sentence, never left for the detail."""
+    heap = _row(logical_run, "heap")
+    rec = heap.recommended
+    assert rec is not None and "outputs" not in heap.tradeoff.text
+    table = pq.read_table(logical_run / "rows.parquet")
+    rows = table.to_pylist()
+    extra = [dict(r, metric="ttl_changed_results", value=0.691, unit="share")
+             for r in rows if (r["workload"], r["backend"], r["metric"], r["task"]) ==
+             (W, "heap", "records_per_s", -1) and r["strategy"] == rec.strategy]
+    assert extra
+    pq.write_table(pa.Table.from_pylist(rows + extra, schema=table.schema),
+                   logical_run / "rows.parquet")
+    heap = _row(logical_run, "heap")
+    assert heap.recommended == rec
+    assert "changes 69.1% of the operator's outputs" in heap.tradeoff.text
+    assert heap.tradeoff.text.endswith(".") and ". " not in heap.tradeoff.text

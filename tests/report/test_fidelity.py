@@ -38,6 +38,7 @@ from workloads.report.fmt import TIMES, fmt_ratio, fmt_value
 from workloads.report.load import ScenarioKey, backend_label, load_run, with_references
 from workloads.report.render import render_report, report_html
 from workloads.report.stats import stat
+from workloads.results.band import log_ratio_interval
 
 PAIRS = (("heap", "flink-heap"), ("rocksdb", "flink-rocksdb"))
 
@@ -365,9 +366,9 @@ def test_a_throughput_disagreement_is_put_down_to_a_measured_cause(
 ])
 def test_a_timed_verdict_needs_every_repetition(mine: tuple[float, ...],
                                                 theirs: tuple[float, ...], verdict: str) -> None:
-    """With repetitions on both sides, agree or disagree only where the factor's interval says
-    so (three a side: every pairing of one repetition on each side); the medians alone would
-    have said agree (1.35x apart) for the third, whose interval is 0.43x-0.98x."""
+    """With repetitions on both sides, agree or disagree only where the factor's 95% interval
+    says so; the medians alone would have said agree (1.35x apart) for the third, whose
+    interval (0.30x-1.46x) crosses the band's lower edge."""
     def cost(reps: tuple[float, ...]) -> Cost:
         return Cost(statistics.median(reps), 1.0, reps)
 
@@ -376,7 +377,8 @@ def test_a_timed_verdict_needs_every_repetition(mine: tuple[float, ...],
     assert c.verdict == verdict and c.disagrees == (verdict == "disagree")
     lo, hi = c.factor_interval
     assert lo <= c.factor <= hi
-    assert (lo, hi) == pytest.approx((min(mine) / max(theirs), max(mine) / min(theirs)))
+    # the t interval on log-ratios (95%), not every pairing's range (about 90% with three)
+    assert (lo, hi) == pytest.approx(log_ratio_interval(mine, theirs))
     # without repetitions the medians decide, as for a peak over logical time
     medians = Comparison("w", "heap", "flink-heap", "full_snapshot", "records_per_s",
                          "throughput", "records/s", Cost(c.mine.value, 1.0),
@@ -411,10 +413,12 @@ def test_an_undecided_row_says_so_in_the_table_and_the_findings(
 
 
 def test_the_interval_narrows_with_more_repetitions() -> None:
-    """One slow repetition in nine (a cold JVM's first) no longer spans the band: the interval
-    is of the medians' factor, not of every pairing, so more repetitions settle a verdict."""
-    mine = (1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0, 0.3)
+    """A slow repetition among three spans the band's edge; among nine, whose spread pins the
+    mean, it no longer does: more repetitions settle a verdict."""
+    mine = (1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0, 0.8)
     theirs = (1.1, 1.08, 1.12, 1.09, 1.11, 1.1, 1.07, 1.13, 1.1)
+    lo3, hi3 = factor_interval(mine[-3:], theirs[-3:])
+    assert lo3 < 1 / DISAGREE < hi3
     lo, hi = factor_interval(mine, theirs)
-    assert min(mine) / max(theirs) < 1 / DISAGREE < lo <= hi < DISAGREE
-    assert factor_interval(mine, theirs) == (lo, hi)  # seeded
+    assert 1 / DISAGREE < lo <= hi < DISAGREE
+    assert hi - lo < (hi3 - lo3) / 2

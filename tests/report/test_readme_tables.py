@@ -83,3 +83,119 @@ def test_trim_keeps_extra_info_and_stats_and_appends_runs(tmp_path: Path) -> Non
     # two runs: the median of their medians, every round's range, and the runs' medians
     assert "0.60x (rounds 0.30-0.90, 14 rounds; run medians 0.50-0.70)" in row
     assert ">= 0.5x: met (median; not every round)" in row
+
+
+# -- issue 31: a run of another workload, an empty table, malformed input -----------------------
+
+
+def _results_copy(tmp_path: Path) -> Path:
+    import shutil
+
+    out = tmp_path / "results"
+    shutil.copytree(RESULTS, out)
+    return out
+
+
+def _kept_run_as(src: Path, dest: Path, workload: str | None = None,
+                 strategy: str | None = None) -> Path:
+    """A copy of kept run ``src`` with its rows renamed to another workload or strategy."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    shutil.copytree(src, dest)
+    rows = pq.read_table(dest / "rows.parquet")
+    for column, value in (("workload", workload), ("strategy", strategy)):
+        if value is not None:
+            i = rows.schema.get_field_index(column)
+            rows = rows.set_column(i, column, pa.array([value] * rows.num_rows, pa.string()))
+    pq.write_table(rows, dest / "rows.parquet")
+    return dest
+
+
+def _one_line(err: str) -> str:
+    """The error line (one per table or input at fault: per-op.json makes two tables)."""
+    lines = [line for line in err.splitlines() if line.startswith("readme_tables: error:")]
+    assert lines and "Traceback" not in err, err
+    assert len({line.rsplit("): ", 1)[-1] for line in lines}) == 1, err
+    return lines[0]
+
+
+def test_keep_run_refuses_a_run_of_another_workload(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    kept = sorted((RESULTS / "sessions-paced").iterdir())[0]
+    other = _kept_run_as(kept, tmp_path / "ycsb-run", workload="ycsb-a")
+    out = tmp_path / "out"
+    assert rt.main(["--results", str(out), "keep-run", str(other), "sessions-paced"]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "a run of ycsb-a" in line and "sessions-paced" in line
+    assert not out.exists()  # nothing kept
+    # a run of the workload without the table's scenarios keeps nothing either
+    odd = _kept_run_as(kept, tmp_path / "odd-run", strategy="timer")
+    assert rt.main(["--results", str(out), "keep-run", str(odd), "sessions-paced"]) == 2
+    assert "none of the table's scenarios" in _one_line(capsys.readouterr().err)
+    assert rt.main(["--results", str(out), "keep-run", str(tmp_path / "nope"),
+                    "sessions-paced"]) == 2
+    assert "no such folder" in _one_line(capsys.readouterr().err)
+    # the run it is for is kept
+    assert rt.main(["--results", str(out), "keep-run", str(kept), "sessions-paced"]) == 0
+    assert (out / "sessions-paced" / kept.name / "rows.parquet").is_file()
+
+
+def test_show_never_prints_an_empty_table_or_counts_a_foreign_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = _results_copy(tmp_path)
+    paced = results / "sessions-paced"
+    kept = sorted(paced.iterdir())
+    # a run of another workload dropped into the folder: named, not counted
+    _kept_run_as(kept[0], paced / "zz-other", workload="ycsb-a")
+    assert rt.main(["--results", str(results)]) == 2
+    captured = capsys.readouterr()
+    assert "zz-other: a run of ycsb-a" in _one_line(captured.err)
+    assert "<!-- table: state-ops -->" in captured.out  # the other tables are still made
+    assert "<!-- table: sessions-paced -->" not in captured.out
+    # runs without the table's scenarios: no empty table captioned with repetitions
+    import shutil
+
+    shutil.rmtree(paced)
+    paced.mkdir()
+    source = RESULTS / "sessions-paced" / kept[0].name
+    _kept_run_as(source, paced / kept[0].name, strategy="timer")
+    assert rt.main(["--results", str(results)]) == 2
+    captured = capsys.readouterr()
+    assert "no kept run has any of the table's scenarios" in _one_line(captured.err)
+    assert "<!-- table: sessions-paced -->" not in captured.out
+
+
+@pytest.mark.parametrize("name,content,fragment", [
+    ("state-ops.json", "{not json", "not valid JSON"),
+    ("state-ops.json", "[1, 2]", "not a statebench-readme-bench-1 document"),
+    ("runner.json", '{"schema": "statebench-readme-bench-1", "runs": [{}]}', "malformed"),
+    ("per-op.json", "{}", "malformed"),
+])
+def test_malformed_input_is_one_line_and_exit_2(name: str, content: str, fragment: str,
+                                                tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    results = _results_copy(tmp_path)
+    (results / name).write_text(content, encoding="utf-8")
+    assert rt.main(["--results", str(results)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert fragment in line
+
+
+def test_missing_input_is_one_line_and_exit_2(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bench.json"
+    for argv, fragment in (
+            (["--results", str(tmp_path / "none")], "no such folder"),
+            (["--results", str(RESULTS), "--check", str(tmp_path / "README.md")],
+             "no such file"),
+            (["--results", str(tmp_path), "trim", "runner", str(bad)], "no such file"),
+    ):
+        assert rt.main(argv) == 2, argv
+        assert fragment in _one_line(capsys.readouterr().err)
+    bad.write_text("[]", encoding="utf-8")
+    assert rt.main(["--results", str(tmp_path), "trim", "runner", str(bad)]) == 2
+    assert "not a pytest-benchmark document" in _one_line(capsys.readouterr().err)
+    assert not (tmp_path / "runner.json").exists()

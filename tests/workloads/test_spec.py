@@ -101,7 +101,9 @@ def test_defaults_are_filled_in() -> None:
     assert spec.values.type == "long" and spec.values.size.bytes == 8
     assert spec.time.start_ms == 0 and spec.time.max_out_of_orderness_ms == 0
     assert spec.source.kind == "generator"
-    assert spec.to_dict()["state"]["map_keys"] == 10
+    # map_keys is recorded where an operation picks a map key, and is no field otherwise
+    uses_map = any(op.uses_map_key for op, _ in spec.operations)
+    assert ("map_keys" in spec.to_dict()["state"]) == uses_map
 
 
 def test_parsed_model() -> None:
@@ -198,7 +200,8 @@ BAD_SPECS = [
      "keys.initial_keys", "must be <= 3"),
     ("trace without path", with_change("source", {"kind": "trace"}), "source.path", "required"),
     ("source kind", with_change("source", {"kind": "kafka"}), "source.kind", "unknown kind"),
-    ("map keys", with_change("state.map_keys", 0), "state.map_keys",
+    ("map keys", {**with_change("state.map_keys", 0), "operations": {"map_put": 1.0}},
+     "state.map_keys",
      "must be in 1..2147483647 map keys"),
     ("no checkpoint in flight", with_change("checkpoints.max_in_flight", 0),
      "checkpoints.max_in_flight", "must be in 1..64 checkpoints"),

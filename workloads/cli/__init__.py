@@ -125,6 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         tempdirs.remove_all()
         return _fail("interrupted; temporary folders removed", verbose, status=130)
+    except tempdirs.Terminated as exc:  # SIGTERM: as clean as SIGINT (143, one line)
+        tempdirs.remove_all()
+        return _fail("terminated; temporary folders removed", verbose, status=int(exc.code))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,8 +4,8 @@ Machines drift: a CPU governor, a neighbour's job or a warm page cache moves tim
 between runs taken minutes apart. Running A's rounds first and B's afterwards turns that drift
 into a fake effect. This command instead runs ``statebench run`` alternately, A B A B ..., for
 ``--rounds`` rounds, so drift hits both sides alike, then diffs the rounds pairwise: each
-timing ratio is the median of the rounds' B/A, with a bootstrap interval and an exact
-Wilcoxon signed-rank test (at least 6 rounds are needed to reach p < 0.05 at all).
+timing ratio is the geometric mean of the rounds' B/A, with the 95% t interval of their mean
+log and an exact sign-flip test (at least 6 rounds are needed to reach p < 0.05 at all).
 
 Each revision is exported with ``git archive`` into a temporary folder and run from there with
 ``PYTHONPATH`` pointing at it, by this virtualenv's Python: both revisions share the installed

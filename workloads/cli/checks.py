@@ -73,9 +73,18 @@ def _blocking_file(path: Path) -> Path | None:
     return None
 
 
+def refuse_empty(option: str, text: str | Path) -> None:
+    """An empty path is no path: ``Path("")`` is the current folder, so ``report -o ''`` wrote
+    the default report and ``--checkpoint-dir ''`` checkpointed into the current folder."""
+    if not str(text).strip():
+        raise CliError(f"{option} {str(text)!r}: an empty path; give a file or folder name, or "
+                       "leave the option out for the default")
+
+
 def writable_dir(option: str, text: str | Path, shown: str | Path | None = None) -> Path:
     """Create ``text`` (and parents) if needed and prove a file can be written in it.
     ``shown`` is the option's value as given, when it is not the folder itself."""
+    refuse_empty(option, text if shown is None else shown)
     path = Path(text)
     given = text if shown is None else shown
     blocker = _blocking_file(path)
@@ -96,6 +105,7 @@ def writable_dir(option: str, text: str | Path, shown: str | Path | None = None)
 def writable_file(option: str, text: str | Path) -> Path:
     """``text`` can be written as a file: its folder exists or can be made and is writable,
     and it is not itself a folder."""
+    refuse_empty(option, text)
     path = Path(text)
     if path.is_dir():
         raise CliError(f"{option} {text}: is a folder; give a file name (e.g. report.html)")

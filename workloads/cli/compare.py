@@ -44,7 +44,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--events", type=bounded(limits.EVENTS),
                    help="events per workload (default: the spec's)")
     p.add_argument("--repetitions", type=bounded(limits.REPETITIONS), default=DEFAULT_REPETITIONS,
-                   help=f"runs per scenario, for medians and spread (default "
+                   help=f"rounds: each runs every scenario once, a backend's strategies back "
+                        f"to back in a shuffled order, paired round by round (default "
                         f"{DEFAULT_REPETITIONS})")
     p.add_argument("--parallelism", type=positive, default=2,
                    help="operator tasks (default 2)")
@@ -70,7 +71,7 @@ def _run_dir(text: str) -> Path:
 def compare_command(args: argparse.Namespace) -> int:
     from workloads.cli.checks import non_empty, writable_dir
     from workloads.cli.lifecycle import command_scope
-    from workloads.cli.run import refuse_long_schedule, summary_table
+    from workloads.cli.run import refuse_empty_run, refuse_long_schedule, summary_table
     from workloads.report import render_report
     from workloads.results.store import RunExistsError, run_dir_free
     from workloads.run import tempdirs
@@ -109,6 +110,7 @@ def compare_command(args: argparse.Namespace) -> int:
         repetitions=args.repetitions, parallelism=args.parallelism, sweep=sweep)
     for config in configs:  # bounded checkpoints and samples, before any event is made
         refuse_long_schedule(config)
+    refuse_empty_run(*configs)  # a comparison that would measure nothing (issue 31)
     writable_dir("--results-dir", args.results_dir)
     try:
         run_dir_free(args.results_dir, configs[0].run_id)
@@ -138,7 +140,7 @@ def report_command(args: argparse.Namespace) -> int:
 
     run_dir = _run_dir(args.run_dir)
     refuse_clobber("-o", args.output, [run_dir])
-    output = writable_file("-o", args.output) if args.output else None
+    output = writable_file("-o", args.output) if args.output is not None else None
     out = render_report(run_dir, output)
     print(out)
     return 0

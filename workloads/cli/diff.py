@@ -65,7 +65,7 @@ def diff_command(args: argparse.Namespace) -> int:
 
     run_a, run_b = _run_dir(args.run_a), _run_dir(args.run_b)
     refuse_clobber("-o", args.output, [run_a, run_b])
-    if args.output:
+    if args.output is not None:  # '' is refused, not the default
         from workloads.cli.checks import writable_file
 
         writable_file("-o", args.output)

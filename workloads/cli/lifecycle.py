@@ -90,31 +90,40 @@ def finish(roots: Iterable[str | Path | None], stop_spark: bool) -> None:
     tempdirs.sweep(roots)
 
 
-def interrupted(exc: BaseException) -> bool:
-    """Whether ``exc`` is, or was raised while handling, a KeyboardInterrupt: pyspark's SIGINT
-    handler cancels the running jobs, and the job's "cancelled" error then replaces the
-    interrupt that caused it."""
+def signal_cause(exc: BaseException) -> BaseException | None:
+    """The KeyboardInterrupt (SIGINT) or :class:`~workloads.run.tempdirs.Terminated`
+    (SIGTERM) that ``exc`` is, or was raised while handling, else None: the signal cancels the
+    running Spark jobs, and the job's "cancelled" error (or the collect's clean-up failing
+    with a Java stack) then replaces the signal that caused it."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, KeyboardInterrupt):
-            return True
+        if isinstance(current, KeyboardInterrupt | tempdirs.Terminated):
+            return current
         seen.add(id(current))
         current = current.__context__
-    return False
+    return None
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is, or was raised while handling, a KeyboardInterrupt (SIGINT)."""
+    return isinstance(signal_cause(exc), KeyboardInterrupt)
 
 
 @contextmanager
 def command_scope(*roots: str | Path | None) -> Iterator[None]:
     """Run a command's work; on the way out, however it leaves, :func:`finish` (stopping Spark
-    only if no context existed when the scope began). An error that an interrupt caused leaves
-    as the interrupt (exit 130, one line), not as the error."""
+    only if no context existed when the scope began). An error that a signal caused leaves
+    as the signal (exit 130 or 143, one line), not as the error."""
     started_here = not spark_active()
     try:
         yield
     except Exception as exc:
-        if interrupted(exc):
+        cause = signal_cause(exc)
+        if isinstance(cause, KeyboardInterrupt):
             raise KeyboardInterrupt from exc
+        if cause is not None:
+            raise tempdirs.Terminated() from exc
         raise
     finally:
         finish(roots, stop_spark=started_here and spark_active())

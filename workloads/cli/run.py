@@ -58,7 +58,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR,
                    help=f"where run folders go (default {DEFAULT_RESULTS_DIR}/)")
     p.add_argument("--checkpoint-dir", default=None,
-                   help="shared checkpoint folder or URI, kept after the run "
+                   help="shared checkpoint folder or URI, kept after the run (flink-sql's "
+                        "excepted: Flink discards a finished job's checkpoints) "
                         "(default: a temporary folder, removed)")
     p.add_argument("--sample-interval-ms", type=bounded(limits.SAMPLE_INTERVAL_MS),
                    help="logical ms between state samples (default: run length / 10)")
@@ -171,6 +172,27 @@ def refuse_long_schedule(cfg: RunConfig) -> None:
         raise CliError(f"the paced run of {cfg.spec.name} {problem}")
 
 
+def refuse_empty_run(*configs: RunConfig) -> None:
+    """A run (or comparison) that would measure nothing is refused before any work, as its
+    empty result would read as a measured one: a spec of which no row reaches the operator,
+    or no applicable scenario at all (a comparison goes on while one spec has some: the
+    others are listed not applicable, one rule for every lane)."""
+    from workloads.operators.input import empty_input_problem
+
+    for cfg in configs:
+        problem = empty_input_problem(cfg.spec)
+        if problem is not None:
+            raise CliError(problem)
+    planned = [(cfg, *plan_scenarios(cfg)) for cfg in configs]
+    if not any(runnable for _, runnable, _ in planned):
+        reasons = "; ".join(f"{cfg.spec.name} on {n.backend} {n.strategy}: {n.reason}"
+                            if len(configs) > 1 else f"{n.backend} {n.strategy}: {n.reason}"
+                            for cfg, _, skipped in planned for n in skipped)
+        names = ", ".join(cfg.spec.name for cfg in configs)
+        raise CliError(f"{names}: no scenario of the run is applicable, nothing would be "
+                       f"measured ({reasons})".replace("\n", " "))
+
+
 def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:
     """Everything the run needs later, checked now (``workloads/cli/checks.py``): the results
     folder and a free run id, the checkpoint target, a trace that can be read; and a warning
@@ -184,6 +206,19 @@ def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:
     if args.checkpoint_dir is not None:
         checks.lane_checkpoint_target("--checkpoint-dir", args.checkpoint_dir, cfg.backends)
     refuse_long_schedule(cfg)
+    if args.in_process:  # its whole input in memory: what does not fit, refused now
+        from workloads.run.engines.inprocess import memory_problem
+
+        problem = memory_problem(cfg)
+        if problem is not None:
+            raise CliError(problem)
+    if any(b.startswith("flink-sql") for b in cfg.backends):  # so are a SQL job's events
+        from workloads.run.engines.inprocess import MEMORY_SHARE, available_memory
+        from workloads.run.sql_lane import input_memory_problem
+
+        problem = input_memory_problem(cfg.spec, int(available_memory() * MEMORY_SHARE))
+        if problem is not None:
+            raise CliError(problem)
     events = total_events(cfg.spec)  # a trace that is missing, unreadable, empty or of wrong
     # columns fails here, before any folder is made
     checks.writable_dir("--results-dir", args.results_dir)
@@ -204,6 +239,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     tempdirs.sweep([None, args.results_dir])  # folders of runs killed earlier (kill -9)
     cfg = build_config(args, args.checkpoint_dir)
+    refuse_empty_run(cfg)
     preflight(args, cfg)
     with command_scope(args.results_dir):  # no process or folder of the run outlives it
         return _run_checked(args, cfg)
@@ -217,10 +253,14 @@ def _run_checked(args: argparse.Namespace, cfg: RunConfig) -> int:
     with checkpoints as checkpoint_root:
         cfg = dataclasses.replace(cfg, checkpoint_root=checkpoint_root)
         runnable, _ = plan_scenarios(cfg)
-        progress = Progress(len(runnable) * cfg.repetitions, cfg.spec.name)  # bar or log lines
+        progress = Progress(len(runnable) * cfg.repetitions, cfg.spec.name,  # bar or log lines
+                            events=_events(cfg), min_job_s=_least_job_s(cfg))
         step, close = progress.step, progress.close
         try:
-            outcome = run(cfg, make_engine(args.in_process, args.master), on_job=step)
+            engine = make_engine(args.in_process, args.master)
+            if hasattr(engine, "on_progress"):  # an engine that sees inside its jobs
+                engine.on_progress = progress.within
+            outcome = run(cfg, engine, on_job=step)
         finally:
             close()
     run_dir = write_run(outcome, args.results_dir)
@@ -228,6 +268,23 @@ def _run_checked(args: argparse.Namespace, cfg: RunConfig) -> int:
     print(summary_table(outcome))
     print(f"\nresults: {run_dir}" + (f"\nreport:  {report}" if report else ""))
     return 0
+
+
+def _events(cfg: RunConfig) -> int | None:
+    """The run's events (None: a trace, counted only as it is read)."""
+    from workloads.generator import total_events
+
+    return None if cfg.spec.source.kind == "trace" else total_events(cfg.spec)
+
+
+def _least_job_s(cfg: RunConfig) -> float | None:
+    """A paced run's least wall time per job: its clock's span over the speed-up."""
+    from workloads.run.plan import spec_time_frame
+
+    frame = spec_time_frame(cfg.spec)
+    if cfg.clock != "paced" or frame is None:
+        return None
+    return (frame[1] - frame[0]) / cfg.speedup / 1000.0
 
 
 def _render(run_dir: Path) -> Path | None:
@@ -245,13 +302,14 @@ def _render(run_dir: Path) -> Path | None:
 # ------------------------------------------------------------------------------------------------
 
 
-#: The summary table's columns: (header, metric, unit suffix), each value from the shared
-#: ``workloads.results.summaries`` (the report's headline numbers too).
+#: The summary table's columns: (header, metric, unit as ``workloads.report.fmt`` formats
+#: it), each value from the shared ``workloads.results.summaries`` (the report's headline
+#: numbers too).
 COLUMNS = (
     ("records/s", "records_per_s", ""),
     ("p99 latency", "latency_p99_us", "us"),
-    ("peak entries", STORED_ENTRIES, ""),
-    ("ckpt bytes", "checkpoint_bytes", "B"),
+    ("peak entries", STORED_ENTRIES, "entries"),
+    ("ckpt bytes", "checkpoint_bytes", "bytes"),
 )
 
 
@@ -279,12 +337,13 @@ def summarize(outcome: RunOutcome) -> list[dict[str, Any]]:
 
 
 def _fmt(value: float, unit: str = "") -> str:
+    """A summary cell as the report writes the number (a duration in us, ms or s: SI prefixes
+    on a unit of time read "259.00 kus" and "2.79 Mus"); "-" when not measured."""
+    from workloads.report.fmt import fmt_value
+
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= div:
-            return f"{value / div:.2f} {suffix}{unit}".rstrip()
-    return f"{value:.3g} {unit}".rstrip() if isinstance(value, float) else f"{value} {unit}"
+    return fmt_value(float(value), unit).replace("\u00b5s", "us")  # ASCII on any terminal
 
 
 def summary_table(outcome: RunOutcome) -> str:
@@ -298,8 +357,14 @@ def summary_table(outcome: RunOutcome) -> str:
         lines.append((r["backend"], r["strategy"],
                       *(_fmt(r[metric], unit) for _, metric, unit in COLUMNS)))
     widths = [max(len(str(row[i])) for row in lines) for i in range(len(header))]
-    title = (f"{outcome.config.spec.name}: {outcome.facts.events} events, "
-             f"{outcome.engine}, parallelism {outcome.config.parallelism}")
+    spec = outcome.config.spec
+    events = f"{outcome.facts.events} events"
+    if spec.operator is not None:  # the events asked for, and what reached the operator
+        from workloads.operators.input import generated_events
+
+        events = (f"{generated_events(spec)} events ({outcome.facts.events} reached the "
+                  "operator)")
+    title = f"{spec.name}: {events}, {outcome.engine}, parallelism {outcome.config.parallelism}"
     body = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in lines]
     body.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join([title, *body])

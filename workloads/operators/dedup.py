@@ -7,7 +7,8 @@ deduplicateOnRowTime``) with ``generateUpdateBefore``: one ``ValueState<RowData>
 previous row -> emit ``+I`` and ``update``; a previous row with rowtime <= this one -> emit
 ``-U`` previous, ``+U`` this, and ``update``; an older row is dropped (never here: each task's
 input is in time order). A row whose state expired is emitted as ``+I`` again - the duplicate
-a TTL lets through.
+a TTL lets through. The TTL is Flink's: ``SyncStateDeduplicateFunctionBase.open`` calls
+``enableTimeToLive(StateConfigUtil.createTtlConfig(stateRetentionTime))`` on that descriptor.
 
 Left out: mini-batch deduplication (``MiniBatchRowTimeDeduplicateFunction``), the first-row
 variant, and the rank-number column.

@@ -6,7 +6,8 @@ per group with the state TTL. Per record: ``value()``; none -> a new accumulator
 accumulate; ``update``; emit ``+I`` for a first row, else ``-U`` old, ``+U`` new - skipped when
 the value did not change and no state retention is configured (with a TTL Flink emits the
 update anyway, to keep downstream state alive). An expired accumulator restarts the aggregate:
-``+I`` with a value that forgot the earlier rows - the result a TTL changes.
+``+I`` with a value that forgot the earlier rows - the result a TTL changes. The TTL is
+Flink's: ``GroupAggFunction.open`` enables it on ``accState`` when a retention time is set.
 
 ``group_by``: ``auction`` or ``bidder`` aggregate bid prices; ``category`` aggregates auction
 initial prices (Nexmark's bids carry no category; q4 gets it from a join, left out here).

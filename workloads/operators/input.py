@@ -55,6 +55,53 @@ def nexmark_config(spec: WorkloadSpec) -> NexmarkConfig:
     )
 
 
+def generated_events(spec: WorkloadSpec) -> int:
+    """The Nexmark events an operator spec makes (``[time]``'s events; ``--events``): what the
+    run records and titles as its events. The rows that reach the operator (the bids, and the
+    auctions of a join) are fewer; they are its records (``operator_records``)."""
+    return nexmark_config(spec).events
+
+
+def _count_of_type(cfg: NexmarkConfig, lo: int, hi: int) -> int:
+    """Events of global index ``0..events-1`` whose place in each cycle of
+    ``total_proportion`` events is in ``lo..hi-1`` (``workloads.nexmark.event_types``)."""
+    cycles, rest = divmod(cfg.events, cfg.total_proportion)
+    return cycles * (hi - lo) + max(0, min(rest, hi) - lo)
+
+
+def input_rows_bound(spec: WorkloadSpec) -> int:
+    """Rows that can reach the operator, at most (exact unless a join filters auctions by
+    category): the events of the types its kind reads, counted from Nexmark's fixed mix."""
+    assert spec.operator is not None
+    cfg = nexmark_config(spec)
+    people, auctions = cfg.person_proportion, cfg.auction_proportion
+    bids = _count_of_type(cfg, people + auctions, cfg.total_proportion)
+    auction_rows = _count_of_type(cfg, people, people + auctions)
+    op = spec.operator
+    if op.kind in JOIN_KINDS:
+        return bids + auction_rows
+    if op.kind == "group_agg" and op.group_by == "category":
+        return auction_rows
+    return bids
+
+
+def empty_input_problem(spec: WorkloadSpec) -> str | None:
+    """None when rows reach an operator spec's operator, else why none does (one line): a run
+    that measured nothing must not look like one that measured zero."""
+    if spec.operator is None or spec.time is None:
+        return None
+    if input_rows_bound(spec) > 0:
+        return None
+    op = spec.operator
+    reads = ("auctions" if op.kind == "group_agg" and op.group_by == "category"
+             else "bids and auctions" if op.kind in JOIN_KINDS else "bids")
+    cfg = nexmark_config(spec)
+    return (f"{spec.name}: none of its {cfg.events} events is one of the {reads} its "
+            f"{op.kind} reads (Nexmark makes people, auctions and bids "
+            f"{cfg.person_proportion}:{cfg.auction_proportion}:{cfg.bid_proportion}, in that "
+            "order in every cycle), so no row would reach the operator; give more events")
+
+
 def select(op: OperatorSpec, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, np.ndarray]:
     """The rows of ``batch`` the operator reads and their keys (module docstring)."""
     kind = batch.column("event_type")

@@ -19,8 +19,10 @@ minCleanUpInterval + 1`` and ``update`` the timer state. A timer reads both time
 for the side whose time it is, removes the expired cache entries, then registers the next
 cleanup timer for the earliest row left or, with none left, clears the timer state and the
 cache. The expiration times are fields of the operator instance, shared by every key, as in
-Flink. The spec's TTL applies to the caches (Flink's interval join does not read
-``table.exec.state.ttl``; its state is cleaned by these timers), timer states carry none.
+Flink. No state carries a TTL: ``TimeIntervalJoin.open`` creates its four descriptors without
+``enableTimeToLive`` and ``StreamExecIntervalJoin`` passes it no retention time (nor does
+DataStream's ``IntervalJoinOperator`` apply one): the caches are cleaned by these timers only,
+so a TTL cannot change the join's output.
 
 Left out: outer joins (the emitted flags and null padding), processing-time joins, the join
 condition's non-equi residue, allowed lateness, and separate watermarks per input.
@@ -42,8 +44,10 @@ LEFT_TIMER, RIGHT_TIMER = "IntervalJoinLeftTimerState", "IntervalJoinRightTimerS
 
 class IntervalJoin(EmulatedOperator):
     STATES = (
-        StateDecl(LEFT_CACHE, "map", backends.Types.BYTES(), backends.Types.LONG()),
-        StateDecl(RIGHT_CACHE, "map", backends.Types.BYTES(), backends.Types.LONG()),
+        StateDecl(LEFT_CACHE, "map", backends.Types.BYTES(), backends.Types.LONG(),
+                  ttl=False),
+        StateDecl(RIGHT_CACHE, "map", backends.Types.BYTES(), backends.Types.LONG(),
+                  ttl=False),
         StateDecl(LEFT_TIMER, "value", backends.Types.LONG(), ttl=False),
         StateDecl(RIGHT_TIMER, "value", backends.Types.LONG(), ttl=False),
     )

@@ -9,7 +9,9 @@ no primary key): ``MapState<RowData, Integer>`` ``left-records`` (bids) and ``ri
 ``addRecord``: ``get(record)`` and ``put(record, count + 1)``. The category filter runs before
 the join (the planner pushes it into the auction input), so filtered auctions never reach it.
 A bid arriving after its auction's record expired loses its match - the join result a TTL
-changes; bids are kept for the whole TTL (the left side is q20's large state).
+changes; bids are kept for the whole TTL (the left side is q20's large state). The TTL is
+Flink's: ``JoinRecordStateViews.create`` builds every view's descriptor with
+``StateConfigUtil.createTtlConfig(retentionTime)``.
 
 Left out: outer joins and their association counts (``OuterJoinRecordStateViews``),
 retraction input, mini-batch joins, state-stale error handling, and the planner's projection of

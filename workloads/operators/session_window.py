@@ -19,8 +19,10 @@ windows' timers are deleted (trigger ``clear`` and ``deleteCleanupTimer``), and
 ``persist``: ``update`` of the set when it changed. A timer reads the set, finds the window's
 state window (none: a stale timer, ignored), ``get``s and emits ``+I key, start, end, value``,
 ``remove``s the contents, and retires the window (``update`` of the set, ``clear`` when it is
-empty). The spec's TTL applies to the window contents (Flink's windows do not read
-``table.exec.state.ttl``); the set and timers carry none.
+empty). No state carries a TTL: Flink's windows never apply one (``WindowOperator``'s
+descriptors, and SQL's session window aggregate ``UnsliceSyncStateWindowAggProcessor``, whose
+``window-aggs`` state ``AbstractSyncStateWindowAggProcessor.open`` creates without
+``enableTimeToLive``; see ``tumbling_window``), so a TTL cannot change a session's output.
 
 Left out: which pre-existing window's state a merge keeps (Flink takes the first of a hash
 set; here the earliest), late-element handling (each task's input is in time order), allowed
@@ -44,7 +46,7 @@ Window = tuple[int, int]
 
 class SessionWindow(EmulatedOperator):
     STATES = (
-        StateDecl(CONTENTS, "map", backends.Types.LONG(), backends.Types.BYTES()),
+        StateDecl(CONTENTS, "map", backends.Types.LONG(), backends.Types.BYTES(), ttl=False),
         StateDecl(WINDOW_SET, "value", backends.Types.BYTES(), ttl=False),
     )
     USES_TIMERS = True

@@ -5,11 +5,14 @@ It overrides KeyedOperator's hooks only: the states are the operator kind's (wit
 TTL and the scenario's one cleanup strategy, timers without TTL), a record is ``(key, ts,
 row)`` and the loop advances the watermark (firing due timers), sets the event-time TTL clock
 and hands the record to the operator. A record's latency and the busy time include the timers
-it fired. At the end of input the final watermark fires every remaining timer (not busy
-time), the operator's outputs are counted (``operator_outputs``), and with a TTL compared with
-a reference run without TTL over the same input (``ttl_changed_results`` and its two counts,
-``workloads.operators.results``; the reference replays the task's input after the measured
-run and is not measured).
+it fired. At the end of input the run's remaining barriers (checkpoints and samples between
+the last record and the run's end) fire first, on the state the records left - their time is
+before the final watermark's, which is +inf - and then the final watermark fires every
+remaining timer (not busy time): taken after it, a window that stays open past the last record
+would be sampled and checkpointed empty. Then the operator's outputs are counted
+(``operator_outputs``), and with a TTL compared with a reference run without TTL over the
+same input (``ttl_changed_results`` and its two counts, ``workloads.operators.results``; the
+reference replays the task's input after the measured run and is not measured).
 """
 
 from __future__ import annotations
@@ -89,6 +92,8 @@ class OperatorTask(KeyedOperator):
 
     # ------------------------------------------------------------------ the end
     def finish(self) -> list:
+        while self._bi < len(self._barriers):  # before the final watermark (module docstring)
+            self._fire_barrier()
         self.op.end_of_input()
         cfg, task, rep, add = self.cfg, self.task, self.cfg.repetition, self.rows.add
         timers = self.op.timers

@@ -14,7 +14,9 @@ rows, drop the worst row: ``remove`` its price's entry (its last row) or ``put``
 list, and emit ``-D`` for it unless it is the new row; emit ``+I`` for the new row. With a TTL,
 expired map entries make a reloaded buffer forget rows (a retracted row comes back as
 ``+I``; a row that should have been pushed out is not) - the results a TTL changes; a cached
-buffer can still hold rows whose state expired, as in Flink.
+buffer can still hold rows whose state expired, as in Flink. The TTL is Flink's:
+``AppendOnlyTopNFunction.open`` enables ``AbstractTopNFunction``'s ``ttlConfig`` on
+``data-state-with-append``.
 
 Left out: the rank-number variant, offsets and variable rank ends, ``RetractableTopNFunction``
 (retracting input), ``UpdatableTopNFunction`` and ``FastTop1Function``, and the cache's

@@ -11,9 +11,16 @@ watermark``); ``get`` + ``put`` of the accumulator (``add`` of aggregating state
 registers an event-time timer at ``maxTimestamp = end - 1`` and ``registerCleanupTimer``
 registers the same time again (a no-op, the timer queue is a set). When the timer fires:
 ``get`` (emit ``+I key, end, value`` if present) and ``remove`` (``clearAllState``), the timer
-entry removed. With a TTL shorter than the window, an expired accumulator restarts the window's
-value (or loses it at firing) - Flink's windows do not read ``table.exec.state.ttl``; the
-emulation applies the spec's TTL to the window contents to show what it would cost.
+entry removed.
+
+No state TTL: Flink's windows never apply one. ``WindowOperator`` registers the
+``windowStateDescriptor`` its ``WindowedStream`` built (no ``enableTimeToLive``), and Flink
+SQL's window aggregate (``AbstractSyncStateWindowAggProcessor.open``: ``new
+ValueStateDescriptor<>("window-aggs", accSerializer)``) and legacy group window
+(``table.runtime...groupwindow.operator.WindowOperator``) never read ``table.exec.state.ttl``;
+window state is cleaned by the firing timer only. So ``window-contents`` is declared without
+TTL: a TTL cannot change a window's output here, as it cannot in Flink (docs/operators.md,
+"Which operators Flink's state TTL reaches").
 
 Left out: window offsets and time zones, allowed lateness and late-data side outputs,
 evictors, holistic (``ProcessWindowFunction`` over a ``ListState``) windows, merging windows
@@ -31,7 +38,8 @@ from workloads.operators.base import EmulatedOperator, Row, StateDecl, View
 
 
 class TumblingWindow(EmulatedOperator):
-    STATES = (StateDecl("window-contents", "map", backends.Types.LONG(), backends.Types.LONG()),)
+    STATES = (StateDecl("window-contents", "map", backends.Types.LONG(), backends.Types.LONG(),
+                     ttl=False),)  # Flink's windows apply no state TTL (docstring)
     USES_TIMERS = True
 
     def __init__(self, params: Any, out_of_orderness_ms: int, retention: bool) -> None:

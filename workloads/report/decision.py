@@ -3,18 +3,26 @@
 A reader comes with one question: on this backend, for this workload, which cleanup strategy,
 and what does it cost? The decision table answers it per backend in four cells: fastest,
 smallest peak state, smallest checkpoint, and a recommended strategy with its trade-off in one
-sentence. A cell names a winner only where the evidence separates it from every other strategy
-on that backend, by the class of the number (``metrics.class_of``):
+sentence. A cell names a leading group: the leader and every strategy the evidence cannot tell
+from it, and how far the leader is ahead of each of the rest; a winner alone only where the
+evidence separates it from every other strategy on that backend. Evidence, by the class of the
+number (``metrics.class_of``):
 
 * **exact** numbers (counted under the logical clock: entries, canonical checkpoint sizes)
   separate when they differ: the same seed and configuration give the same number;
-* numbers with **repetitions** (throughput: timed) separate when the diff's rule says so
-  (``verdict.compare_scenarios``: exact Mann-Whitney U test, bootstrap interval of the ratio of
-  medians, at least 5% apart, p adjusted over the cell's tests);
+* numbers with **repetitions** (throughput: timed) that ran in paired rounds (run.json records
+  them, ``paired``) separate on their per-round log-ratios: first the cell's strategies must
+  differ at all (their labels shuffled within rounds, ``significance.label_randomization``:
+  the leader is picked from the same rounds it is tested on), then an exact sign-flip test of
+  the leader against each other one, p adjusted over the cell's tests (Benjamini-Hochberg),
+  the t interval of the mean log-ratio excluding 1, and at least 5% apart
+  (``verdict.compare_scenarios``, the rule ``statebench ab`` uses). Repetitions without
+  recorded rounds keep the unpaired rule: an exact Mann-Whitney U test, Welch's t interval;
 * **timing-dependent** numbers that are one per run (RocksDB's incremental checkpoint sizes, a
   count on a paced clock, a count under the compaction filter) cannot be tested from one run:
-  checkpoint sizes separate when further apart than identical runs moved them
-  (``findings.CHECKPOINT_LAYOUT_NOISE``, measured), other such numbers never from one run.
+  checkpoint sizes separate when further apart than identical runs of that workload on that
+  backend moved them (``checkpoint_noise``: a committed calibration), other such numbers never
+  from one run.
 
 Otherwise the cell says which strategies it cannot tell apart, and why. Strategies are compared
 inside one backend; backends only inside one engine (statebench's Python lanes, Flink's JVM
@@ -27,9 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workloads.report.findings import CHECKPOINT_LAYOUT_NOISE, Sentence
-from workloads.report.fmt import compare_phrase, connector, fmt_value
-from workloads.report.load import Run, ScenarioKey, is_reference
+from workloads.report.checkpoint_noise import layout_noise
+from workloads.report.findings import Sentence
+from workloads.report.fmt import TIMES, compare_phrase, connector, fmt_value
+from workloads.report.load import Run, ScenarioKey, backend_label, is_reference
 from workloads.report.metrics import (
     CHECKPOINT_SIZE_METRICS,
     STORED_ENTRIES,
@@ -37,11 +46,21 @@ from workloads.report.metrics import (
     run_class_of,
     spec_for,
 )
-from workloads.report.significance import smallest_p
+from workloads.report.paired import lead_scores, paired_values, round_matrix, round_orders
+from workloads.report.runinfo import sweep
+from workloads.report.significance import (
+    label_randomization,
+    smallest_p,
+    smallest_sign_flip_p,
+)
 from workloads.report.stats import Stat, stat
 from workloads.report.verdict import ALPHA, compare_scenarios
 
 BASELINE = "none"
+#: The share of an operator's outputs its TTL changed (``workloads.operators.results``).
+CHANGED_RESULTS = "ttl_changed_results"
+#: The knob of a TTL sweep (``workloads.run.sweep``: scenarios ``ttl(ms=V)``).
+TTL_SWEEP = "ttl"
 #: Configurations a tie names before it counts them instead.
 MAX_NAMED = 3
 THROUGHPUT = ("records_per_s",)
@@ -64,10 +83,18 @@ ENGINES = (
 
 @dataclass(frozen=True)
 class Separation:
-    """Whether one scenario's number is told apart from another's, and the evidence."""
+    """Whether one scenario's number is told apart from another's, and the evidence; ``ratio``
+    is b's number over a's (paired rounds: the geometric mean of the per-round ratios)."""
 
     separated: bool
     why: str
+    ratio: float | None = None
+
+    @property
+    def fold(self) -> float | None:
+        """How many times apart the two numbers are, >= 1 (None without a ratio)."""
+        r = self.ratio
+        return None if r is None or r <= 0 or not np.isfinite(r) else max(r, 1 / r)
 
 
 @dataclass(frozen=True)
@@ -82,10 +109,19 @@ class Pick:
     tied: tuple[ScenarioKey, ...]
     why: str
     contenders: int
+    #: The strategies the evidence puts behind the leading group, each with how many times the
+    #: leader is ahead of it (>= 1), in the order of the ranking.
+    behind: tuple[tuple[ScenarioKey, float | None], ...] = ()
 
     @property
     def separated(self) -> bool:
+        """The leader alone is told apart from every other strategy."""
         return not self.tied
+
+    @property
+    def decided(self) -> bool:
+        """The evidence puts at least one strategy behind the leading group."""
+        return bool(self.behind)
 
     @property
     def leaders(self) -> tuple[ScenarioKey, ...]:
@@ -117,38 +153,89 @@ def _repetitions(run: Run, key: ScenarioKey, metric: str) -> np.ndarray | None:
     return values if values.size else None
 
 
-def separations(run: Run, pairs: list[tuple[ScenarioKey, ScenarioKey, str]]
-                ) -> list[Separation]:
+def _ratio(a: Stat, b: Stat) -> float | None:
+    return b.center / a.center if a.center else None
+
+
+def separations(run: Run, pairs: list[tuple[ScenarioKey, ScenarioKey, str]],
+                paired: bool = True) -> list[Separation]:
     """For each (a, b, metric): whether b's number is separated from a's (either direction),
-    the sampled ones tested as one family."""
+    the sampled ones tested as one family. A pair whose repetitions ran in the same rounds
+    (``workloads.report.paired``) is tested on its per-round ratios when ``paired``; otherwise,
+    or without recorded rounds, its repetitions are compared unpaired."""
     out: list[Separation | None] = [None] * len(pairs)
     sampled: list[tuple[int, tuple[str, np.ndarray, np.ndarray, MetricClass]]] = []
+    pairing: list[bool] = []
+    stats: dict[tuple[ScenarioKey, str], Stat | None] = {}  # the leader is in every pair
     for i, (a, b, metric) in enumerate(pairs):
-        sa, sb = stat(run, a, metric), stat(run, b, metric)
+        for k in (a, b):
+            if (k, metric) not in stats:
+                stats[(k, metric)] = stat(run, k, metric)
+        sa, sb = stats[(a, metric)], stats[(b, metric)]
         if sa is None or sb is None:
             out[i] = Separation(False, "not measured")
             continue
         ca, cb = _scenario_class(run, a, metric), _scenario_class(run, b, metric)
         if ca.exact and cb.exact:
             out[i] = Separation(sa.center != sb.center,
-                                "exact" if sa.center != sb.center else "exact: equal")
+                                "exact" if sa.center != sb.center else "exact: equal",
+                                _ratio(sa, sb))
             continue
         klass = cb if not cb.exact else ca  # the class that is not exact names the reason
-        va, vb = _repetitions(run, a, metric), _repetitions(run, b, metric)
+        rounds = paired_values(run, a, b, metric) if paired else None
+        va, vb = rounds or (_repetitions(run, a, metric), _repetitions(run, b, metric))
         if va is not None and vb is not None:
             sampled.append((i, (metric, va, vb, klass)))
+            pairing.append(rounds is not None)
             continue
-        gap = abs(sb.center / sa.center - 1) if sa.center else float("inf")
-        if metric in CHECKPOINT_SIZE_METRICS and gap > CHECKPOINT_LAYOUT_NOISE:
-            out[i] = Separation(True, f"{klass.cls}: {gap:.0%} apart, beyond the "
-                                      f"{CHECKPOINT_LAYOUT_NOISE:.0%} identical runs moved")
-        else:
-            out[i] = Separation(False, f"{klass.cls} ({klass.reason}): one number per run, "
-                                       "which one run cannot test")
-    verdicts = compare_scenarios([item for _, item in sampled])
+        out[i] = _one_per_run(a, b, metric, sa, sb, klass)
+    verdicts = compare_scenarios([item for _, item in sampled], paired=pairing)
     for (i, _), verdict in zip(sampled, verdicts):
-        out[i] = Separation(verdict.coloured, verdict.note)
+        out[i] = Separation(verdict.coloured, verdict.note, verdict.ratio)
     return [s for s in out if s is not None]
+
+
+def _one_per_run(a: ScenarioKey, b: ScenarioKey, metric: str, sa: Stat, sb: Stat,
+                 klass: MetricClass) -> Separation:
+    """A timing-dependent number held once per run: a checkpoint size separates when further
+    apart than identical runs of this workload on this backend moved it (the committed
+    calibration, ``checkpoint_noise``); anything else, or an uncalibrated pair, does not."""
+    single = f"{klass.cls} ({klass.reason}): one number per run, which one run cannot test"
+    if metric not in CHECKPOINT_SIZE_METRICS:
+        return Separation(False, single)
+    noise = layout_noise(b.workload, b.backend)
+    if noise is None:
+        return Separation(False, f"{single}, and no calibration says how far identical runs "
+                                 f"of {b.workload} move it on {b.backend}")
+    spread, runs = noise
+    gap = abs(sb.center / sa.center - 1) if sa.center else float("inf")
+    if gap > spread:
+        return Separation(True, f"{klass.cls}: {gap:.0%} apart, beyond the {spread:.0%} that "
+                                f"{runs} identical runs moved it", _ratio(sa, sb))
+    return Separation(False, f"{klass.cls}: {gap:.0%} apart, within the {spread:.0%} that "
+                             f"{runs} identical runs moved it")
+
+
+def _ranked(run: Run, stats: dict[ScenarioKey, Stat], metric: str
+            ) -> tuple[list[ScenarioKey], np.ndarray | None]:
+    """The keys best first, and their values per round when every key ran in every recorded
+    round (then ranked by :func:`paired.lead_scores`, each round's level taken out, which
+    orders them as the paired tests compare them); else by their headline numbers."""
+    sign = spec_for(metric).better or -1
+    keys = list(stats)
+    matrix = round_matrix(run, keys, metric) if len(keys) > 1 else None
+    if matrix is None:
+        return sorted(keys, key=lambda k: -sign * stats[k].center), None  # stable: run order
+    scores = lead_scores(matrix)
+    order = sorted(range(len(keys)), key=lambda i: -sign * scores[i])
+    return [keys[i] for i in order], matrix[order]
+
+
+def _differ_at_all(matrix: np.ndarray, metric: str) -> float:
+    """p-value of "the cell's strategies are alike" from their per-round values (best first):
+    :func:`significance.label_randomization` on the log values, oriented so larger is better."""
+    sign = spec_for(metric).better or -1
+    return label_randomization(sign * np.log(matrix))
 
 
 def pick(run: Run, keys: list[ScenarioKey], metrics: tuple[str, ...]) -> Pick | None:
@@ -159,15 +246,24 @@ def pick(run: Run, keys: list[ScenarioKey], metrics: tuple[str, ...]) -> Pick | 
             break
     else:
         return None
-    sign = spec_for(metric).better or -1
-    ranked = sorted(stats, key=lambda k: -sign * stats[k].center)  # stable: run order on ties
+    ranked, matrix = _ranked(run, stats, metric)
     best, others = ranked[0], ranked[1:]
     if not others:
         return Pick(metric, best, stats[best], (), "nothing to compare", 1)
-    found = separations(run, [(other, best, metric) for other in others])
+    if matrix is not None and len(ranked) > 2 and smallest_sign_flip_p(matrix.shape[1]) < ALPHA \
+            and not all(_scenario_class(run, k, metric).exact for k in ranked):
+        # (with too few rounds the paired tests below cannot reach alpha and say so)
+        gate = _differ_at_all(matrix, metric)
+        if gate >= ALPHA:
+            why = (f"paired over {matrix.shape[1]} rounds, the strategies do not differ beyond "
+                   f"chance (p={gate:.2g}, labels shuffled within rounds)")
+            return Pick(metric, best, stats[best], tuple(others), why, len(ranked))
+    found = separations(run, [(other, best, metric) for other in others],
+                        paired=matrix is not None)
     tied = tuple(o for o, s in zip(others, found) if not s.separated)
+    behind = tuple((o, s.fold) for o, s in zip(others, found) if s.separated)
     why = next((s.why for s in found if not s.separated), found[0].why)
-    return Pick(metric, best, stats[best], tied, why, len(ranked))
+    return Pick(metric, best, stats[best], tied, why, len(ranked), behind)
 
 
 def _returned_expired(run: Run, key: ScenarioKey) -> bool:
@@ -214,9 +310,13 @@ def recommend(run: Run, keys: list[ScenarioKey], picks: dict[str, Pick | None]
     if state.contenders == 1:
         return None, Sentence().t("Only ").b(state.best.strategy).t(
             " ran on this backend: nothing to choose between.")
+    if ttl_sweep(run):
+        return sweep_tradeoff(run, keys, state)
     if base is not None and base == state.best and state.separated:
         s = Sentence().b(BASELINE).t(": no strategy kept less peak state than ").b(BASELINE)
-        return base, s.t(f" ({state.why}), so a cleanup here only costs.")
+        s.t(f" ({state.why}), so a cleanup here only costs")
+        _results_cost(run, base, s)
+        return base, s.t(".")
     if base is not None and base in state.leaders:
         return None, Sentence().t("No recommendation: the evidence does not separate any "
                                   "strategy's peak state from ").b(BASELINE).t(
@@ -228,7 +328,9 @@ def recommend(run: Run, keys: list[ScenarioKey], picks: dict[str, Pick | None]
         s.t(f" (the fastest of {', '.join(k.strategy for k in leaders)}, whose peak state the "
             "evidence does not separate)")
     if base is None:
-        return rec, s.t(f" keeps the smallest peak state ({state.why}).")
+        s.t(f" keeps the smallest peak state ({state.why})")
+        _results_cost(run, rec, s)
+        return rec, s.t(".")
     mine, theirs = stat(run, rec, state.metric), stat(run, base, state.metric)
     what = _what(state.metric)
     if mine is not None and theirs is not None:
@@ -236,11 +338,71 @@ def recommend(run: Run, keys: list[ScenarioKey], picks: dict[str, Pick | None]
             f"{connector(mine.center, theirs.center)}").b(BASELINE)
         s.t(f" ({fmt_value(mine.center, spec_for(state.metric).unit)} vs "
             f"{fmt_value(theirs.center, spec_for(state.metric).unit)})")
+    _results_cost(run, rec, s)
     _cost(run, rec, base, "records_per_s", s)
     checkpoint = picks.get("checkpoint")
     if checkpoint is not None:
         _cost(run, rec, base, checkpoint.metric, s)
     return rec, s.t(".")
+
+
+def changed_results(run: Run, key: ScenarioKey) -> float | None:
+    """The share of the operator's outputs the TTL changed against the same run without TTL
+    (``ttl_changed_results``: an ``[operator]`` workload's; None for other workloads)."""
+    found = stat(run, key, CHANGED_RESULTS)
+    return None if found is None else found.center
+
+
+def _results_cost(run: Run, key: ScenarioKey, s: Sentence) -> None:
+    """Append what ``key`` costs in results, where the workload measures it: a recommendation
+    never hides that its TTL changed the operator's outputs."""
+    share = changed_results(run, key)
+    if share is None:
+        return
+    if share > 0:
+        s.t("; ").b(f"changes {fmt_value(share, 'share')} of the operator's outputs")
+        s.t(" (against the same run without TTL)")
+    else:
+        s.t("; changes none of the operator's outputs")
+
+
+def ttl_sweep(run: Run) -> bool:
+    """True for a run swept over the TTL itself (``--sweep "ttl(ms=...)"``)."""
+    swept = sweep(run)
+    return swept is not None and swept.strategy == TTL_SWEEP
+
+
+def sweep_tradeoff(run: Run, keys: list[ScenarioKey], state: Pick
+                   ) -> tuple[ScenarioKey | None, Sentence]:
+    """A TTL sweep's answer is a trade-off, not a winner: per TTL, the state it keeps against
+    ``none`` and the share of outputs it changes, shortest TTL first; recommended is the TTL
+    with the smallest state among those that changed no output (None when every TTL changed
+    some: how many changed outputs a job can take is the user's call)."""
+    swept = sweep(run)
+    assert swept is not None
+    by_label = dict(zip(swept.labels, swept.values))
+    ttls = sorted((k for k in keys if k.strategy in by_label), key=lambda k: by_label[k.strategy])
+    base = next((k for k in keys if k.strategy == BASELINE), None)
+    what, unit = _what(state.metric), spec_for(state.metric).unit
+    theirs = stat(run, base, state.metric) if base is not None else None
+    s = Sentence().t("State against results: ")
+    clean: list[tuple[float, ScenarioKey]] = []
+    for i, key in enumerate(ttls):
+        mine, share = stat(run, key, state.metric), changed_results(run, key)
+        s.t("; " if i else "").b(key.strategy)
+        if mine is not None and theirs is not None and base is not None:
+            s.t(f" keeps {compare_phrase(mine.center, theirs.center, what, down='fewer')}")
+            s.t(f" ({fmt_value(mine.center, unit)})")
+        if share is not None:
+            s.t(" and changes ").b(f"{fmt_value(share, 'share')} of the outputs")
+            if share == 0 and mine is not None and not _returned_expired(run, key):
+                clean.append((mine.center, key))
+    if base is not None and theirs is not None:
+        s.t(", against ").b(BASELINE).t(f"'s {fmt_value(theirs.center, unit)} {what}")
+    if not clean:
+        return None, s.t(". Every TTL swept changed outputs: pick by how many a job can take.")
+    rec = min(clean, key=lambda c: c[0])[1]
+    return rec, s.t(". The smallest state that changes no output: ").b(rec.strategy).t(".")
 
 
 def decide(run: Run, workload: str, backend: str) -> BackendDecision | None:
@@ -267,6 +429,20 @@ def decisions(run: Run, workload: str) -> dict[str, list[BackendDecision]]:
         if rows:
             out[engine] = rows
     return out
+
+
+def ttl_headline(run: Run, workload: str) -> Sentence | None:
+    """A TTL sweep's headline above the table: the state-against-results trade-off of the
+    first backend that has one (each backend's is in its row), or None for any other run."""
+    if not ttl_sweep(run):
+        return None
+    for rows in decisions(run, workload).values():
+        for row in rows:
+            if row.tradeoff.text.startswith("State against results"):
+                head = Sentence().t(f"TTL sweep, on {backend_label(row.backend)}: ")
+                head.parts.extend(row.tradeoff.parts)
+                return head
+    return None
 
 
 def fastest_per_engine(run: Run, workload: str) -> Sentence | None:
@@ -302,39 +478,64 @@ def fastest_per_engine(run: Run, workload: str) -> Sentence | None:
     return s
 
 
-def repetitions_needed(alpha: float = ALPHA) -> int:
-    """The fewest repetitions a side with which the exact rank test can reach p < alpha."""
+def repetitions_needed(alpha: float = ALPHA, paired: bool = False) -> int:
+    """The fewest repetitions a side with which the exact test can reach p < alpha: the rank
+    test's (unpaired, 4: smallest p 0.029) or the sign-flip test's (paired rounds, 6: 0.031)."""
+    smallest = smallest_sign_flip_p if paired else (lambda n: smallest_p(n, n))
     n = 1
-    while smallest_p(n, n) >= alpha:
+    while smallest(n) >= alpha:
         n += 1
     return n
 
 
 def repetitions_hint(run: Run, workload: str) -> Sentence | None:
     """One line when a cell could not test throughput because the run has too few
-    repetitions for the rank test (the default comparison's 3: smallest p is 0.1)."""
+    repetitions for its exact test (3 unpaired: smallest p 0.1; 3 paired rounds: 0.25)."""
     short = [d for rows in decisions(run, workload).values() for d in rows
              for p in d.picks.values() if p is not None and "cannot reach p<" in p.why]
     if not short:
         return None
-    need = repetitions_needed()
+    paired = round_orders(run, workload) is not None
+    need = repetitions_needed(paired=paired)
+    if paired:
+        return Sentence().t(
+            f"Throughput is timed, and with this run's rounds the paired test cannot reach "
+            f"p<{ALPHA:g}: the cells that say so can name no strategy. Run --repetitions "
+            f"{need} or more (the smallest p of {need} paired rounds is "
+            f"{smallest_sign_flip_p(need):.2g}).")
     return Sentence().t(f"Throughput is timed, and with this run's repetitions the rank test "
                         f"cannot reach p<{ALPHA:g}: the cells that say so can name no strategy. "
                         f"Run --repetitions {need} or more (the smallest p of {need} vs {need} "
                         f"is {smallest_p(need, need):.2g}).")
 
 
+def _and(names: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _fold_text(fold: float | None) -> str:
+    return "" if fold is None else f" {fold:.3g}{TIMES}"
+
+
 def cell_text(found: Pick | None) -> tuple[str, bool, str]:
-    """(headline, separated, evidence) for one cell, in plain text."""
+    """(headline, separated, evidence) for one cell, in plain text: the leading group (the
+    leader and those the evidence cannot tell from it) and how far the leader is ahead of each
+    of the rest, e.g. "none and full_snapshot (lead 260 k records/s), ahead of timer 1.6x and
+    incremental(5, false) 2.4x". ``separated``: the leader stands alone."""
     if found is None:
         return "not measured", False, ""
     unit = spec_for(found.metric).unit
     number = fmt_value(found.value.center, unit)
     if found.contenders == 1:
         return f"only {found.best.strategy} ran ({number})", False, "nothing to compare"
+    if not found.decided:
+        names = ", ".join(k.strategy for k in found.leaders)
+        if len(found.leaders) == found.contenders:
+            return f"not separated: {names}", False, found.why
+        return f"not separated: {names} (lead {number})", False, found.why
+    ahead = _and([f"{k.strategy}{_fold_text(fold)}" for k, fold in found.behind])
     if found.separated:
-        return f"{found.best.strategy} ({number})", True, found.why
-    names = ", ".join(k.strategy for k in found.leaders)
-    if len(found.leaders) == found.contenders:
-        return f"not separated: {names}", False, found.why
-    return f"not separated: {names} (lead {number})", False, found.why
+        return f"{found.best.strategy} ({number}), ahead of {ahead}", True, found.why
+    group = _and([k.strategy for k in found.leaders])
+    return f"{group} (lead {number}), ahead of {ahead}", False, found.why

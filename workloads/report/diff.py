@@ -133,13 +133,13 @@ def legend_html(a: Side, b: Side, alpha: float = ALPHA) -> str:
     """How to read the ratio column; states the tests and their alpha."""
     rounds = ""
     test = f"a two-sided exact Mann{DASH}Whitney U test"
-    interval = "ratio of medians"
+    interval = "ratio (Welch's t on the log values)"
     if a.interleaved and b.interleaved:
         rounds = (f" A and B ran alternately, {len(a.runs)} rounds each: rounds are compared "
-                  "pairwise (the ratio shown is the median of the rounds' B/A), so drift over "
-                  "the session cancels.")
-        test = "a two-sided exact Wilcoxon signed-rank test of the rounds' B/A"
-        interval = "median per-round ratio"
+                  "pairwise (the ratio shown is the geometric mean of the rounds' B/A), so "
+                  "drift over the session cancels.")
+        test = "a two-sided exact sign-flip test of the rounds' log B/A"
+        interval = "geometric mean of the rounds' B/A"
     elif len(a.runs) > 1 or len(b.runs) > 1:
         rounds = (f" A has {len(a.runs)} runs, B has {len(b.runs)}: each run's number is one "
                   "sample.")
@@ -157,7 +157,7 @@ def legend_html(a: Side, b: Side, alpha: float = ALPHA) -> str:
         f"sides have ≥{MIN_SAMPLES} samples, {test} rejects "
         f"“no change” at alpha={alpha:g} also after adjusting for the number of tests on this "
         f"page (Benjamini{DASH}Hochberg q &lt; alpha: two runs of identical code colour nothing "
-        f"except with probability alpha), the {CI_LEVEL:.0%} bootstrap interval of the "
+        f"except with probability alpha), the {CI_LEVEL:.0%} t interval of the "
         f"{interval} excludes 1{TIMES} and the change is ≥{NOTICEABLE:.0%}. Otherwise grey, with "
         "the reason. For a verdict on two commits, use interleaved rounds "
         "(<code>statebench ab</code> or <code>statebench diff --rerun</code>).</p>"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from workloads.report.checkpoint_noise import layout_noise
 from workloads.report.fmt import DASH, compare_phrase, connector, fmt_value, si
 from workloads.report.load import Run, ScenarioKey, backend_label, is_reference
 from workloads.report.metrics import STORED_ENTRIES, TIMING_DEPENDENT
@@ -21,9 +22,6 @@ from workloads.report.stats import Stat, compaction_marks, pareto_front, pareto_
 from workloads.report.tables import metric_class
 
 BASELINE = "none"
-#: How far RocksDB's incremental checkpoint sizes (timing-dependent) moved between two same-seed
-#: runs of sessions-churn: medians over checkpoints up to 9% apart, single barriers up to 24%.
-CHECKPOINT_LAYOUT_NOISE = 0.10
 #: A share of task time in synchronous checkpoint phases from which the findings warn.
 SYNC_SHARE_WARN = 0.10
 COMPACTION_FILTER = "compaction_filter"
@@ -166,10 +164,11 @@ def _checkpoints(run: Run, backend: str, keys: list[ScenarioKey]) -> list[Senten
     s.b(base.strategy)
     s.t(f" at {fmt_value(sizes[base].center, 'bytes')})")
     s.t(_cost(run, best, base) + ".")
-    if (metric_class(run, best, metric) == TIMING_DEPENDENT and c_base
-            and abs(c_best / c_base - 1) < CHECKPOINT_LAYOUT_NOISE):
-        s.t(f" Within {CHECKPOINT_LAYOUT_NOISE:.0%}, which is what background compactions move "
-            "these checkpoint sizes between identical runs: no difference to act on.")
+    noise = layout_noise(best.workload, best.backend)
+    if (metric_class(run, best, metric) == TIMING_DEPENDENT and c_base and noise is not None
+            and abs(c_best / c_base - 1) <= noise[0]):
+        s.t(f" Within {noise[0]:.0%}, which is what background compactions moved these "
+            f"checkpoint sizes between {noise[1]} identical runs: no difference to act on.")
     return [s]
 
 

@@ -18,25 +18,31 @@ from workloads.report.decision import (
     decisions,
     fastest_per_engine,
     repetitions_hint,
+    ttl_headline,
 )
 from workloads.report.figures import slug
 from workloads.report.findings import Sentence, checks, findings
 from workloads.report.fmt import MISSING
 from workloads.report.load import Run, backend_label
+from workloads.report.real_engine import real_engine_front
 
 #: What the table's cells rest on, under every table.
 EVIDENCE_NOTE = (
-    "A cell names a strategy only where the evidence separates it from every other strategy on "
-    "that backend: exact numbers (counted under the logical clock) when they differ; timed "
-    "numbers by a rank test over repetitions (as statebench diff does); timing-dependent numbers "
-    "held once per run only where identical runs are known to move them less. Otherwise it "
-    "says which strategies it cannot tell apart and why."
+    "A cell names the leading group: the leader and every strategy the evidence cannot tell "
+    "from it on that backend, then how far the leader is ahead of each of the rest. Evidence: "
+    "exact numbers (counted under the logical clock) when they differ; timed numbers by their "
+    "per-round ratios where the strategies ran in paired rounds (exact sign-flip tests, once "
+    "the cell's strategies differ at all), else by a rank test over repetitions (as statebench "
+    "diff does); timing-dependent numbers held once per run only beyond what identical runs of "
+    "that workload and backend moved them (a committed calibration). Otherwise it says which "
+    "strategies it cannot tell apart and why."
 )
 
 
 def _cell(column: str, found: Pick | None) -> str:
     headline, separated, why = cell_text(found)
-    state = "yes" if separated else "no"
+    # "group": a leading group of several, ahead of the rest (neither a winner nor a tie)
+    state = "yes" if separated else "group" if found is not None and found.decided else "no"
     evidence = f'<span class="why">{escape(why)}</span>' if why else ""
     return (f'<td data-cell="{column}" data-separated="{state}">'
             f'<span class="pick">{escape(headline)}</span>{evidence}</td>')
@@ -77,9 +83,12 @@ def workload_front(run: Run, workload: str, sentences: list[Sentence]) -> str:
     parts = [f'<h3 id="decide-{slug(workload)}">{escape(workload)}</h3>']
     if clock:
         parts.append(f'<ul class="findings">{_items(clock)}</ul>')
+    headline = ttl_headline(run, workload)  # a TTL sweep: state against results, first
+    if headline is not None:
+        parts.append(f'<ul class="findings front headline">{_items([headline])}</ul>')
     parts.append(decision_table(run, workload) or f"<p>{MISSING} (no comparable numbers)</p>")
     lines = [s for s in (fastest_per_engine(run, workload), repetitions_hint(run, workload),
-                         checks(run, workload)) if s]
+                         checks(run, workload), real_engine_front(run, workload)) if s]
     lines += warns
     if lines:
         parts.append(f'<ul class="findings front">{_items(lines)}</ul>')

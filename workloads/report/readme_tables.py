@@ -14,6 +14,11 @@ In a page each table sits between ``<!-- table: NAME -->`` and ``<!-- /table -->
 compares those blocks with what this module generates from the files, and ``paste`` replaces
 them with it.
 
+Input that is missing, malformed or of another workload (``keep-run`` of a run that is not the
+table's workload, a kept folder holding one) is one line on stderr and exit 2, never a
+traceback and never a table made without it: ``show`` prints the tables it could make and one
+line for each it could not, and a table with no row is an error, not an empty table.
+
 Sources (``TABLES`` lists them with the command that measures each):
 
 * ``state-ops.json``, ``checkpoints.json``, ``runner.json``: pytest-benchmark runs of
@@ -41,9 +46,16 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path("docs/results")
+#: The workload whose kept runs make the ``sessions-paced`` table (``keep-run`` NAME).
+PACED_WORKLOAD = "sessions-paced"
 SCHEMA = "statebench-readme-bench-1"
 TIMES = "x"
 DASH = "-"
+
+
+class TableProblem(ValueError):
+    """An input of a table that is missing, malformed or of another workload: one line, naming
+    the file (``main`` prints it and exits 2)."""
 
 
 @dataclass(frozen=True)
@@ -137,9 +149,10 @@ def add_benchmark_run(path: Path, raw: dict[str, Any], suite: str) -> dict[str, 
 
 
 def _runs(results: Path, name: str) -> list[dict[str, Any]]:
-    doc = json.loads((results / name).read_text(encoding="utf-8"))
-    if doc.get("schema") != SCHEMA:
-        raise ValueError(f"{results / name}: not a {SCHEMA} document")
+    doc = _read_json(results / name, "suite file")
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA \
+            or not isinstance(doc.get("runs"), list):
+        raise TableProblem(f"suite file {results / name}: not a {SCHEMA} document")
     return list(doc["runs"])
 
 
@@ -323,7 +336,7 @@ def _ci(x: dict[str, float]) -> str:
 def per_op_table(results: Path, backend: str = "heap", ttl: str = "on") -> str:
     """TTL's relative cost (rate with TTL / without) on both sides, with 95% intervals, and
     the verdict from the interval of their ratio (statebench over Flink)."""
-    doc = json.loads((results / "per-op.json").read_text(encoding="utf-8"))
+    doc = _read_json(results / "per-op.json", "per-op document")
     cells = {(c["backend"], c["ttl"], c["op"]): c for c in doc["cells"]}
     rows = []
     for op in PER_OP_OPS:
@@ -355,10 +368,39 @@ PACED_METRICS = ("records_per_s", "expired_present_entries", "physical_bytes",
 
 
 def paced_runs(results: Path) -> list[Any]:
+    """The kept runs of ``sessions-paced/``; a folder there that is not a kept run of the
+    workload is a problem, not a run silently left out or counted."""
     from workloads.report.load import load_run
 
-    folder = results / "sessions-paced"
-    return [load_run(d) for d in sorted(folder.iterdir()) if (d / "rows.parquet").is_file()]
+    folder = results / PACED_WORKLOAD
+    runs = []
+    for d in sorted(folder.iterdir()):
+        if not (d / "rows.parquet").is_file():
+            continue
+        run = load_run(d)
+        workloads = sorted({key.workload for key in run.samples})
+        if PACED_WORKLOAD not in workloads:
+            raise TableProblem(f"{d}: a run of {', '.join(workloads) or 'no workload'}, not of "
+                               f"{PACED_WORKLOAD}; remove it")
+        runs.append(run)
+    return runs
+
+
+def _paced_repetitions(runs: list[Any]) -> str:
+    """Repetitions per kept run, from the runs' own records/s rows (not assumed)."""
+    from workloads.report.load import ScenarioKey
+
+    counts = set()
+    for run in runs:
+        for backend, strategy in PACED_SCENARIOS:
+            found = run.get(ScenarioKey(PACED_WORKLOAD, backend, strategy), "records_per_s")
+            if found is not None:
+                counts.add(len(found.values))
+                break
+    if not counts:
+        return "?"
+    lo, hi = min(counts), max(counts)
+    return str(lo) if lo == hi else f"{lo}{DASH}{hi}"
 
 
 def sessions_paced_table(results: Path) -> str:
@@ -371,7 +413,7 @@ def sessions_paced_table(results: Path) -> str:
     runs = paced_runs(results)
     rows = []
     for backend, strategy in PACED_SCENARIOS:
-        key = ScenarioKey("sessions-paced", backend, strategy)
+        key = ScenarioKey(PACED_WORKLOAD, backend, strategy)
         if not any(key in r.samples for r in runs):
             continue
 
@@ -396,12 +438,17 @@ def sessions_paced_table(results: Path) -> str:
                      f"{_over_runs(flushes, lambda x: f'{x:.0f}')} / "
                      f"{_over_runs(compactions, lambda x: f'{x:.0f}')}",
                      filt))
-    reps = sum(len(r.get(ScenarioKey("sessions-paced", *PACED_SCENARIOS[0]), "records_per_s")
-                   .values) for r in runs if r.get(ScenarioKey("sessions-paced",
+    if not rows:
+        raise TableProblem(f"{results / PACED_WORKLOAD}: no kept run has any of the table's "
+                           f"scenarios ({', '.join(f'{b} {s}' for b, s in PACED_SCENARIOS)}); "
+                           f"keep one with keep-run RUN_DIR {PACED_WORKLOAD}")
+    reps = sum(len(r.get(ScenarioKey(PACED_WORKLOAD, *PACED_SCENARIOS[0]), "records_per_s")
+                   .values) for r in runs if r.get(ScenarioKey(PACED_WORKLOAD,
                                                                 *PACED_SCENARIOS[0]),
                                                     "records_per_s") is not None)
     created = sorted({str(r.meta.get("created_utc", ""))[:10] for r in runs})
-    note = (f"({len(runs)} run{'s' if len(runs) != 1 else ''} of 3 repetitions, "
+    note = (f"({len(runs)} run{'s' if len(runs) != 1 else ''} of {_paced_repetitions(runs)} "
+            "repetitions, "
             f"{', '.join(created)}: records/s over all {reps} repetitions; the rest, wall-clock "
             "driven, repetition 0 of each run; `sessions-paced/`)")
     return _md(("backend", "strategy", "records/s", "peak expired-but-present entries",
@@ -495,14 +542,26 @@ def keep_run(run_dir: Path, name: str, results: Path) -> Path:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    from workloads.report.load import load_run
+
+    run = load_run(run_dir)  # a run folder (one RunFolderError line otherwise)
     rows = pq.read_table(run_dir / "rows.parquet")
-    keep = pc.and_(pc.equal(rows["task"], -1), pc.is_in(rows["metric"], pa_array(
-        (*PACED_METRICS, "not_applicable"))))
+    workloads = sorted(set(rows.column("workload").to_pylist()))
+    if name not in workloads:  # a compare run may hold several workloads: this one's rows
+        raise TableProblem(f"{run_dir}: a run of {', '.join(map(str, workloads)) or 'nothing'};"
+                           f" the {name} table keeps runs of {name} only")
+    keep = pc.and_(pc.and_(pc.equal(rows["task"], -1), pc.equal(rows["workload"], name)),
+                   pc.is_in(rows["metric"], pa_array((*PACED_METRICS, "not_applicable"))))
+    kept = rows.filter(keep)
+    scenarios = {(b, s) for b, s in zip(kept.column("backend").to_pylist(),
+                                        kept.column("strategy").to_pylist())}
+    if not scenarios & set(PACED_SCENARIOS):
+        raise TableProblem(f"{run_dir}: has none of the table's scenarios "
+                           f"({', '.join(f'{b} {s}' for b, s in PACED_SCENARIOS)})")
     out = results / name / run_dir.name
     out.mkdir(parents=True, exist_ok=True)
-    pq.write_table(rows.filter(keep), out / "rows.parquet", compression="zstd")
-    meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    (out / "run.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n",
+    pq.write_table(kept, out / "rows.parquet", compression="zstd")
+    (out / "run.json").write_text(json.dumps(run.meta, indent=1, sort_keys=True) + "\n",
                                   encoding="utf-8")
     return out
 
@@ -513,7 +572,48 @@ def pa_array(values: Sequence[str]) -> Any:
     return pa.array(list(values), pa.string())
 
 
+def _read_json(path: Path, what: str) -> Any:
+    """A JSON input (untrusted: any size or type); one TableProblem line when it is not."""
+    from workloads import limits
+
+    try:
+        data = limits.read_bounded(path, limits.MAX_RUN_JSON_BYTES, what)
+        return json.loads(limits.decode_text(data, path, what))
+    except FileNotFoundError:
+        raise TableProblem(f"{what} {path}: no such file") from None
+    except limits.FileProblem as exc:
+        raise TableProblem(str(exc)) from None
+    except json.JSONDecodeError as exc:
+        raise TableProblem(f"{what} {path}: not valid JSON ({exc})") from None
+
+
+#: What a table's maker raises on an input it cannot read: said in one line, never a traceback.
+_INPUT_ERRORS = (TableProblem, OSError, ValueError, KeyError, TypeError, IndexError,
+                 AttributeError, ZeroDivisionError, statistics.StatisticsError)
+
+
+def _problem(exc: BaseException, where: str) -> str:
+    """One line for an input problem (the message of ours; the kind and text of another)."""
+    if isinstance(exc, TableProblem | FileNotFoundError) or type(exc).__name__ == \
+            "RunFolderError":
+        text = str(exc)
+    elif isinstance(exc, KeyError):
+        text = f"a malformed file: field {exc} is missing"
+    else:
+        text = f"a malformed file ({type(exc).__name__}: {exc})"
+    return f"{where}: {text}".replace("\n", " ")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line (module docstring); bad input is one line on stderr and exit 2."""
+    try:
+        return _main(argv)
+    except _INPUT_ERRORS as exc:
+        print(f"readme_tables: error: {_problem(exc, 'input')}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m workloads.report.readme_tables",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--results", type=Path, default=RESULTS, help="default docs/results")
@@ -534,8 +634,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     results: Path = args.results
     if args.cmd == "trim":
-        raw = json.loads(args.bench_json.read_text(encoding="utf-8"))
-        add_benchmark_run(results / SUITES[args.suite], raw, args.suite)
+        raw = _read_json(args.bench_json, "pytest-benchmark JSON")
+        if not isinstance(raw, dict) or not isinstance(raw.get("benchmarks"), list):
+            raise TableProblem(f"pytest-benchmark JSON {args.bench_json}: not a pytest-"
+                               "benchmark document (no benchmarks list)")
+        target = results / SUITES[args.suite]
+        if target.exists():
+            doc = _read_json(target, "suite file")
+            if not isinstance(doc, dict) or doc.get("schema") != SCHEMA \
+                    or not isinstance(doc.get("runs"), list):
+                raise TableProblem(f"suite file {target}: not a {SCHEMA} document")
+        add_benchmark_run(target, raw, args.suite)
         return 0
     if args.cmd == "paste":
         for name in paste(args.page, results):
@@ -546,18 +655,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     readme = getattr(args, "check", None) or args.check_top
     if readme is not None:
+        if not readme.is_file():
+            raise TableProblem(f"--check {readme}: no such file")
         problems = check(readme, results)
         for problem in problems:
             print(problem, file=sys.stderr)
         return 1 if problems else 0
+    if not results.is_dir():
+        raise TableProblem(f"--results {results}: no such folder")
+    made, bad = [], []
+    for table in available(results):  # each table's input problem is one line of its own
+        try:
+            made.append(f"\n### {table.title}\n\n{block(table, results)}")
+        except _INPUT_ERRORS as exc:
+            where = f"table {table.name} ({', '.join(str(results / x) for x in table.sources)})"
+            bad.append(f"readme_tables: error: {_problem(exc, where)}")
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"<!-- made by python -m workloads.report.readme_tables, {stamp} -->")
-    for table in available(results):
-        print(f"\n### {table.title}\n\n{block(table, results)}")
+    for text in made:
+        print(text)
     missing = [t.name for t in TABLES if t not in available(results)]
     if missing:
         print(f"\n(no data yet for: {', '.join(missing)})", file=sys.stderr)
-    return 0
+    for line in bad:
+        print(line, file=sys.stderr)
+    return 2 if bad else 0
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
-"""Two-sample statistics for timing comparisons: an exact Mann-Whitney U test and a seeded
-bootstrap confidence interval of the ratio of medians.
+"""Two-sample statistics for timing comparisons: an exact Mann-Whitney U test (unpaired), an
+exact sign-flip test and the t interval of the mean log-ratio (paired rounds), a randomization
+test of a whole cell of strategies, and a seeded bootstrap range of the ratio of medians (the
+fallback where a value is not positive, labelled as a range, not 95%).
 
 Benchmark timings are few (3-10 repetitions), skewed and full of outliers, so the diff uses a
 rank test (no normality assumption) as asv does. With so few samples the normal approximation of
@@ -8,8 +10,8 @@ by dynamic programming over the pooled (mid-)ranks: exact with ties too, no scip
 beyond :data:`EXACT_LIMIT` pooled samples does it switch to the tie-corrected normal
 approximation, which is accurate there.
 
-The bootstrap interval says how large the change is; the test says whether there is one. Both
-are deterministic: the bootstrap draws from a fixed seed.
+An interval says how large the change is; the test says whether there is one. All are
+deterministic: every random draw comes from a fixed seed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from workloads.results.tdist import t_quantile
 
 #: Up to this many pooled samples the p-value is exact (the DP table stays small).
 EXACT_LIMIT = 60
@@ -148,28 +152,6 @@ def smallest_paired_p(n: int) -> float:
     return min(1.0, 2 / 2**n)
 
 
-def paired_ratio_ci(
-    a: np.ndarray | list[float],
-    b: np.ndarray | list[float],
-    level: float = 0.95,
-    resamples: int = RESAMPLES,
-    seed: int = BOOTSTRAP_SEED,
-) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of the median per-pair ratio b[i] / a[i] (pairs resampled).
-
-    None when a value of a is not positive (no ratio) or the samples do not pair up.
-    """
-    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if x.size == 0 or x.size != y.size or np.any(x <= 0) or not 0 < level < 1:
-        return None
-    ratios = y / x
-    rng = np.random.default_rng(seed)
-    medians = np.median(ratios[rng.integers(0, ratios.size, (resamples, ratios.size))], axis=1)
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.percentile(medians, [tail, 100 - tail])
-    return float(lo), float(hi)
-
-
 def smallest_p(m: int, n: int) -> float:
     """The smallest two-sided p-value the exact test can give for sample sizes m and n.
 
@@ -203,3 +185,88 @@ def ratio_of_medians_ci(
     tail = (1 - level) / 2 * 100
     lo, hi = np.percentile(ratios, [tail, 100 - tail])
     return float(lo), float(hi)
+
+
+#: Up to this many pairs the sign-flip test enumerates every sign pattern (2**16 of them).
+SIGN_FLIP_EXACT = 16
+#: Random sign patterns (or relabellings) drawn beyond the exact limit, seeded.
+RANDOMIZATIONS = 20_000
+#: Relabellings drawn by :func:`label_randomization` (its p-value is (hits + 1) / (draws + 1)).
+RELABELLINGS = 999
+
+
+def sign_flip(d: np.ndarray | list[float], seed: int = BOOTSTRAP_SEED) -> RankTest:
+    """Two-sided sign-flip randomization test of "the per-round changes ``d`` are centred on 0"
+    with the mean as statistic.
+
+    Why this test for paired rounds: if two strategies do not differ, which of them a round's
+    log-ratio favours is a coin toss whatever the round's level, so every sign pattern of ``d``
+    is as likely as the observed one; counting them gives an exact p-value with no assumption
+    about the noise's shape. Its statistic is the mean, the centre of :func:`mean_ratio_ci`'s
+    interval, so test and interval read the same evidence. Up to :data:`SIGN_FLIP_EXACT`
+    changes every pattern is counted; beyond, a seeded sample of :data:`RANDOMIZATIONS`.
+    ``u`` holds the mean.
+    """
+    x = np.asarray(d, dtype=np.float64)
+    n = x.size
+    if n == 0:
+        raise ValueError("sign_flip needs at least one change")
+    observed = abs(float(x.mean()))
+    if n <= SIGN_FLIP_EXACT:
+        patterns = 1 - 2 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)
+        exact = True
+    else:
+        rng = np.random.default_rng(seed)
+        patterns = rng.choice(np.array([-1, 1]), size=(RANDOMIZATIONS, n))
+        exact = False
+    means = np.abs(patterns @ x) / n
+    hits = int(np.sum(means >= observed * (1 - 1e-12)))
+    p = hits / patterns.shape[0] if exact else (hits + 1) / (patterns.shape[0] + 1)
+    return RankTest(float(x.mean()), float(min(1.0, p)), exact)
+
+
+def smallest_sign_flip_p(n: int) -> float:
+    """The smallest two-sided p-value of the sign-flip test with n changes: 2 / 2**n."""
+    return min(1.0, 2 / 2**n)
+
+
+def mean_ratio_ci(d: np.ndarray | list[float], level: float = 0.95
+                  ) -> tuple[float, float] | None:
+    """The t interval of the mean log-ratio, as a ratio: exp(mean ± t * sd / sqrt(n)).
+
+    Why t and not a bootstrap: with 3-10 rounds a percentile bootstrap of a median spans at
+    most the range of the values, which covers the true value far less often than its label
+    says (a median of 3: about 75% for "95%"). The t interval is exact for normal log-ratios
+    (a machine's multiplicative noise) and the simulation in tests/report/ checks its coverage.
+    None with fewer than 2 changes (no spread to scale by).
+    """
+    x = np.asarray(d, dtype=np.float64)
+    if x.size < 2 or not 0 < level < 1:
+        return None
+    half = t_quantile(0.5 + level / 2, x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    mean = float(x.mean())
+    return math.exp(mean - half), math.exp(mean + half)
+
+
+def label_randomization(x: np.ndarray, draws: int = RELABELLINGS,
+                        seed: int = BOOTSTRAP_SEED) -> float:
+    """p-value of "every strategy of a cell is alike": ``x`` holds log values, one row per
+    strategy and one column per round. The statistic is the leader's mean lead over its
+    rounds' means; its null distribution comes from shuffling the strategies' labels inside
+    every round (under the null each round's values are exchangeable), seeded.
+
+    Why: the decision names its leader from the same rounds it then tests, and the largest of
+    several equal strategies' means wins its paired tests more often than chance. Asking first
+    whether the cell differs at all, with the selection inside the statistic, keeps the rate
+    of a leader named among identical strategies at alpha.
+    """
+    arr = np.asarray(x, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[0] < 2 or arr.shape[1] < 1:
+        raise ValueError(f"label_randomization needs strategies x rounds, got {arr.shape}")
+    centred = arr - arr.mean(axis=0, keepdims=True)
+    observed = float(centred.mean(axis=1).max())
+    rng = np.random.default_rng(seed)
+    shuffled = rng.permuted(np.broadcast_to(centred, (draws, *centred.shape)), axis=1)
+    null = shuffled.mean(axis=2).max(axis=1)
+    hits = int(np.sum(null >= observed - 1e-12 * max(1.0, abs(observed))))
+    return (hits + 1) / (draws + 1)

@@ -16,9 +16,12 @@ Numbers come in three classes (``workloads.report.metrics.class_of``, the one ru
 
 Timing-dependent and timed ratios B/A are coloured only when both sides have at least
 :data:`MIN_SAMPLES` samples and an exact Mann-Whitney U test rejects "no change" at
-:data:`ALPHA`, the bootstrap interval of the ratio of medians excludes 1, and the change is at
-least :data:`NOTICEABLE`. A page tests many metrics at once, so p is also adjusted for their
-number (Benjamini-Hochberg, :func:`adjusted`). Anything less is shown grey with the reason.
+:data:`ALPHA`, the 95% interval of the ratio excludes 1 (Welch's t on the log values, whose
+coverage tests/report/test_interval_coverage.py checks; a bootstrap range, so labelled, where a
+value is not positive), and the change is at least :data:`NOTICEABLE`. Paired samples (rounds
+run back to back) take the paired rule instead (:class:`_Evidence`). A page tests many
+metrics at once, so p is also adjusted for their number (Benjamini-Hochberg,
+:func:`adjusted`). Anything less is shown grey with the reason.
 
 A *side* of a diff is one run folder, or the rounds of an interleaved A/B session. With one run,
 the samples of a summary metric are its repetitions; a checkpoint median or a peak over time is
@@ -48,13 +51,14 @@ from workloads.report.metrics import (
 )
 from workloads.report.significance import (
     mann_whitney,
-    paired_ratio_ci,
+    mean_ratio_ci,
     ratio_of_medians_ci,
-    signed_rank,
+    sign_flip,
     smallest_p,
-    smallest_paired_p,
+    smallest_sign_flip_p,
 )
 from workloads.report.stats import Stat, summarize
+from workloads.results.band import log_ratio_interval
 
 #: A metric with no other class: timed (the sampled path).
 _TIMED = MetricClass(TIMED, "timed")
@@ -196,8 +200,10 @@ class _Evidence:
     """The samples behind a sampled verdict, tested once: ratio, p-value and interval.
 
     Unpaired samples (repetitions of two runs) get the rank-sum test and the ratio of medians;
-    paired ones (interleaved rounds, A and B of a round back to back) get the signed-rank test
-    and the median per-round ratio, in which the machine's drift over the session cancels.
+    paired ones (A and B of a round back to back: interleaved A/B rounds, or two strategies'
+    repetitions in one round of a comparison) get the per-round log-ratios, in which the
+    machine's drift cancels: their geometric mean as the ratio, an exact sign-flip test
+    (``significance.sign_flip``) and the t interval of their mean (``mean_ratio_ci``).
     """
 
     metric: str
@@ -210,27 +216,37 @@ class _Evidence:
     min_p: float = 1.0
     #: The metric's class (timed or timing-dependent) and why, named in the note.
     cls: MetricClass = field(default_factory=lambda: _TIMED)
+    #: Paired rounds behind the evidence (0: unpaired samples).
+    rounds: int = 0
+    #: What the interval is: a 95% t interval, or (values not all positive, so no log-ratio)
+    #: the bootstrap range of the ratio of medians, which is not 95% with a few samples.
+    ci_label: str = f"{CI_LEVEL:.0%} CI"
 
     @classmethod
     def of(cls, metric: str, a: np.ndarray, b: np.ndarray, caveat: str,
            paired: bool, klass: MetricClass | None = None) -> _Evidence:
         klass = klass or _TIMED
-        paired = paired and a.size == b.size and bool(np.all(a > 0))
+        paired = paired and a.size == b.size and bool(np.all(a > 0)) and bool(np.all(b > 0))
         if a.size == 0 or b.size == 0:
             return cls(metric, a, b, caveat, None, cls=klass)
         if paired:
-            ratio: float | None = float(np.median(b / a))
+            d = np.log(b / a)
+            ratio: float | None = float(np.exp(d.mean()))
         else:
             ratio = _ratio(float(np.median(a)), float(np.median(b)))
         if min(a.size, b.size) < MIN_SAMPLES:
             return cls(metric, a, b, caveat, ratio, cls=klass)
         if paired:
-            return cls(metric, a, b, caveat, ratio, signed_rank(a, b).p,
-                       paired_ratio_ci(a, b, level=CI_LEVEL), smallest_paired_p(a.size),
+            return cls(metric, a, b, caveat, ratio, sign_flip(d).p,
+                       mean_ratio_ci(d, level=CI_LEVEL), smallest_sign_flip_p(a.size),
+                       cls=klass, rounds=a.size)
+        if bool(np.all(a > 0)) and bool(np.all(b > 0)):
+            return cls(metric, a, b, caveat, ratio, mann_whitney(a, b).p,
+                       log_ratio_interval(b, a, CI_LEVEL), smallest_p(a.size, b.size),
                        cls=klass)
         return cls(metric, a, b, caveat, ratio, mann_whitney(a, b).p,
                    ratio_of_medians_ci(a, b, level=CI_LEVEL), smallest_p(a.size, b.size),
-                   cls=klass)
+                   cls=klass, ci_label="bootstrap range")
 
 
 def adjusted(p_values: Sequence[float]) -> list[float]:
@@ -264,10 +280,11 @@ def _decide(e: _Evidence, alpha: float, q: float | None, tests: int) -> Verdict:
         why = "n=1: no spread" if min(a.size, b.size) == 1 else (
             f"n={a.size} vs {b.size}: fewer than {MIN_SAMPLES} per side")
         return Verdict(r, "grey", prefix + why, "sampled", cls=klass)
-    interval = f" · {CI_LEVEL:.0%} CI {e.ci[0]:.2f}{DASH}{e.ci[1]:.2f}{TIMES}" if e.ci else ""
+    interval = f" · {e.ci_label} {e.ci[0]:.2f}{DASH}{e.ci[1]:.2f}{TIMES}" if e.ci else ""
     q = e.p if q is None else q
     family = f", q={q:.2g} over {tests} tests" if tests > 1 else ""
-    stated = f"p={e.p:.2g}{family}{interval}"
+    rounds = f", {e.rounds} paired rounds" if e.rounds else ""
+    stated = f"p={e.p:.2g}{family}{rounds}{interval}"
     verdict = partial(Verdict, r, "grey", kind="sampled", p=e.p, ci=e.ci, q=q, cls=klass)
     if e.min_p >= alpha:
         return verdict(f"{prefix}n={a.size} vs {b.size}: the exact test cannot reach "
@@ -331,12 +348,17 @@ def judge(a: Side, b: Side, key: ScenarioKey, metric: str, *, alpha: float = ALP
 
 
 def compare_scenarios(items: Sequence[tuple[str, np.ndarray, np.ndarray, MetricClass]], *,
-                      alpha: float = ALPHA) -> list[Verdict]:
-    """Verdicts of each item's samples ``b`` against its samples ``a``: two scenarios of one run
-    (their repetitions, unpaired), tested as one family (:func:`adjusted`). The report's
-    decision table asks this of a leading strategy and each other one; the rule is the diff's.
+                      alpha: float = ALPHA, paired: Sequence[bool] | None = None
+                      ) -> list[Verdict]:
+    """Verdicts of each item's samples ``b`` against its samples ``a``: two scenarios of one run,
+    tested as one family (:func:`adjusted`). ``paired[i]`` says item i's a[r] and b[r] ran in
+    one round (aligned by repetition index: ``workloads.report.paired``); otherwise its
+    repetitions are compared unpaired. The report's decision table asks this of a leading
+    strategy and each other one; the rule is the diff's (paired: the A/B session's).
     """
-    evidence = [_Evidence.of(metric, a, b, "", False, klass) for metric, a, b, klass in items]
+    flags = list(paired) if paired is not None else [False] * len(items)
+    evidence = [_Evidence.of(metric, a, b, "", flag, klass)
+                for (metric, a, b, klass), flag in zip(items, flags)]
     tested = [i for i, e in enumerate(evidence) if e.p is not None]
     q = dict(zip(tested, adjusted([evidence[i].p for i in tested])))  # type: ignore[misc]
     return [_decide(e, alpha, q.get(i), len(tested)) for i, e in enumerate(evidence)]

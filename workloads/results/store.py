@@ -96,10 +96,16 @@ def run_metadata(outcome: RunOutcome, created_utc: str | None = None) -> dict[st
             "events_per_task": {str(t): n for t, n in outcome.facts.task_counts},
             "time_frame_ms": [outcome.facts.start_ms, outcome.facts.end_ms],
             "job_seconds": outcome.job_seconds,
+            "rounds": outcome.rounds,
             "retried_attempts": outcome.retried_attempts,
             "argv": sys.argv,
         }
     )
+    if cfg.spec.operator is not None:  # events made; the rows that reached the operator beside
+        from workloads.operators.input import generated_events
+
+        config["events"] = generated_events(cfg.spec)
+        config["operator_records"] = outcome.facts.events
     return {
         "run_id": cfg.run_id,
         "created_utc": created_utc or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -21,8 +21,9 @@ from workloads.run import checkpoints as ck
 from workloads.run import tempdirs
 from workloads.run.engines import make_engine
 from workloads.run.metrics import METRIC_SCHEMA
-from workloads.run.plan import PlanError, RunConfig, RunOutcome, new_run_id, plan_scenarios
+from workloads.run.plan import PlanError, RunConfig, RunOutcome, new_run_id
 from workloads.run.runner import JobCallback, run
+from workloads.run.runner import planned_jobs as runner_planned_jobs
 from workloads.spec import WorkloadSpec, load_spec
 
 #: The default matrix: a session-churn workload (keys expire for good), a YCSB one (hot keys),
@@ -33,15 +34,25 @@ from workloads.spec import WorkloadSpec, load_spec
 #: operator kind has its scenarios listed as not applicable, with the reason (plan.py).
 DEFAULT_SPECS = ("sessions-churn", "ycsb-a", "sessions-paced", "nexmark-q20-join",
                  "nexmark-q18-dedup")
-#: Lighter operator workloads in the default comparison (the whole default stays within 8
-#: minutes on a 2-core machine): half the shipped rate over the same 10 s of event time (5 TTL
-#: periods, 2 checkpoints), so the TTL still bounds the state and the checkpoints show it.
-#: ``--events`` or a SPEC argument runs the shipped spec instead.
+#: Lighter jobs in the default comparison, so that its rounds fit in 8 minutes on a 2-core
+#: machine (docs/guide.md, "Rounds"). Key-value workloads: half the shipped rate over the same
+#: 10 s of event time (10 TTL periods, 2 checkpoints), so the TTL bounds the state as in the
+#: shipped spec and every exact number stays exact under the logical clock. The paced workload
+#: costs wall time, not events: 40 s of its clock (4 real seconds at 10x, 4 TTL periods, 2
+#: checkpoints) instead of 100 s. The operator workloads: half the shipped rate over the same
+#: 10 s (5 TTL periods, 2 checkpoints). ``--events`` or a SPEC argument runs the shipped spec.
 DEFAULT_OVERRIDES: dict[str, dict[str, int]] = {
+    "sessions-churn": {"events": 125_000, "rate": 12_500},
+    "ycsb-a": {"events": 100_000, "rate": 10_000},
+    "sessions-paced": {"duration_ms": 40_000},
     "nexmark-q20-join": {"events": 100_000, "rate": 10_000},
     "nexmark-q18-dedup": {"events": 100_000, "rate": 10_000},
 }
-DEFAULT_REPETITIONS = 3
+#: Rounds of the default comparison: every scenario once per round, paired round by round
+#: (workloads/run/runner.py). Six paired rounds are the fewest whose exact signed-rank test can
+#: reach p = 0.031 (2 / 2**6) and separate a 15% difference under round-to-round drift
+#: (docs/guide.md, "Rounds"); eight would separate it more often but take a third longer.
+DEFAULT_REPETITIONS = 6
 #: statebench's backends and Flink's own as reference lanes (issue 12: the published comparison
 #: is both, per strategy).
 DEFAULT_BACKENDS = ("heap", "rocksdb", "flink-heap", "flink-rocksdb")
@@ -93,6 +104,7 @@ def comparison_configs(specs: Sequence[WorkloadSpec], **options: Any) -> list[Ru
     ``none``, the baseline) followed by one scenario per knob value, labelled as the sweep
     labels them."""
     run_id = options.pop("run_id", None) or new_run_id()
+    options.setdefault("warm_up", True)  # the Flink lanes' kept JVMs: runner.job_order
     sweep = options.get("sweep")
     if sweep is not None:
         base = tuple(options.get("strategies") or ("none",))
@@ -101,7 +113,8 @@ def comparison_configs(specs: Sequence[WorkloadSpec], **options: Any) -> list[Ru
 
 
 def planned_jobs(configs: Sequence[RunConfig]) -> int:
-    return sum(len(plan_scenarios(c)[0]) * c.repetitions for c in configs)
+    """Every job the comparison runs, warm-up jobs included (the progress bar's total)."""
+    return sum(runner_planned_jobs(c) for c in configs)
 
 
 def run_comparison(
@@ -135,6 +148,10 @@ def comparison_metadata(outcomes: Sequence[RunOutcome]) -> dict[str, Any]:
         "backends": metas[0]["config"]["backends"],
         "strategies": sorted({s for m in metas for s in m["config"]["strategies"]}),
         "repetitions": metas[0]["config"]["repetitions"],
+        "rounds": metas[0]["config"]["rounds"]["count"],
+        "warm_up": any(m["config"]["rounds"]["warm_up"] for m in metas),
+        "warm_up_seconds": round(sum(m["config"]["rounds"]["warm_up_seconds"] for m in metas),
+                                 3),
         "master": metas[0]["config"]["master"],
         "kind": "comparison",
     }

@@ -79,7 +79,6 @@ small task's work; a JVM first applies a synthetic warm-up stream per backend ki
 
 from __future__ import annotations
 
-import os
 import time
 import weakref
 from dataclasses import replace
@@ -89,7 +88,7 @@ import numpy as np
 import pyarrow as pa
 
 import backends
-from backends.flink import FlinkWorker, events
+from backends.flink import FlinkWorker, events, lanes
 from backends.flink.lanes import LANE_KINDS, not_applicable_reason
 from backends.flink.register import ttl_fields
 from backends.keygroups import KeyGroupRange
@@ -135,18 +134,12 @@ def _acquire(kind: str, **options: Any) -> tuple[FlinkWorker, bool]:
 
 #: Synthetic events a JVM applies before its first heap task (RocksDB: a quarter), unless the
 #: environment variable below says otherwise (0: no warm-up; tests that measure no speed).
-WARMUP_EVENTS = 200_000
-WARMUP_ENV = "STATEBENCH_FLINK_WARMUP_EVENTS"
+WARMUP_EVENTS = lanes.WARMUP_EVENTS
+WARMUP_ENV = lanes.WARMUP_ENV
 
 
 def warmup_events(kind: str) -> int:
-    text = os.environ.get(WARMUP_ENV)
-    try:
-        n = WARMUP_EVENTS if text is None else int(text)
-    except ValueError:
-        n = -1
-    if n < 0:
-        raise ValueError(f"{WARMUP_ENV}={text!r}: expected a number of events >= 0")
+    n = lanes.warmup_events_setting()  # checked before any work too (RunConfig)
     return n if kind == "heap" else n // 4
 
 
@@ -185,21 +178,17 @@ def _warm_up(worker: FlinkWorker, spec: events.LaneSpec, kind: str, ttl_ms: int 
 #: does) or "checkpoint" (under the task's checkpoint folder's shared/, Flink's
 #: ``state.backend.forst.primary-dir: checkpoint-dir``, the V2 default: checkpoints then refer
 #: to the DB's files in place; with checkpoints off the folder stays separate).
-FORST_PRIMARY_ENV = "STATEBENCH_FORST_PRIMARY"
+FORST_PRIMARY_ENV = lanes.FORST_PRIMARY_ENV
 #: Worker kinds of ForSt's lanes: flink-forst (V1, synchronous) and flink-forst-async (State V2
 #: under Flink's asynchronous execution controller, statebench.flink.ForStAsyncLane): the same
 #: folders, options and rows.
 FORST_KINDS = ("forst", "forst-async")
-FORST_PRIMARY_CHOICES = ("separate", "checkpoint")
+FORST_PRIMARY_CHOICES = lanes.FORST_PRIMARY_CHOICES
 
 
 def forst_primary() -> str:
     """The flink-forst primary folder's place (FORST_PRIMARY_ENV), checked."""
-    text = os.environ.get(FORST_PRIMARY_ENV, "separate")
-    if text not in FORST_PRIMARY_CHOICES:
-        raise ValueError(f"{FORST_PRIMARY_ENV}={text!r}: expected one of "
-                         f"{', '.join(FORST_PRIMARY_CHOICES)}")
-    return text
+    return lanes.forst_primary()  # checked before any work too (RunConfig)
 
 
 def close_idle_workers() -> None:

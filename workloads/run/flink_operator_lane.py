@@ -138,7 +138,13 @@ class FlinkOperatorLane(FlinkLaneOperator):
 
     # ------------------------------------------------------------------ the end
     def finish(self) -> list:
-        """The final watermark and the operator rows (as OperatorTask's), then the lane's."""
+        """The run's remaining barriers, the final watermark and the operator rows (as
+        OperatorTask's: barriers before the final watermark), then the lane's."""
+        if self._bi < len(self._barriers):
+            b, fired = self.worker.batch(), []
+            while self._bi < len(self._barriers):
+                fired.append((self._add_barrier(b), self._warm_left <= 0))
+            self._record(fired, b.flush())
         result = wire_ops.decode_finish(
             self.worker.batch().raw(wire_ops.encode_finish(), reads=1).flush()[0])
         self.result = result

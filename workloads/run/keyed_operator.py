@@ -93,6 +93,7 @@ from workloads.run.metrics import (
     scan_states,
 )
 from workloads.run.pacing import PacedClock, Pacer
+from workloads.run.planted import with_planted_cost
 from workloads.run.state_setup import descriptors, make_clock, register_states
 from workloads.run.task_checks import fail_if_expired_returned, sorted_times
 
@@ -211,8 +212,9 @@ class KeyedOperator:
 
     def _make_loop(self, calls: Any, set_time: Any) -> Any:
         cfg = self.cfg
+        set_key = with_planted_cost(cfg.strategy, self.backend.set_current_key)  # test knob
         return build_loop(
-            calls, self.backend.set_current_key, set_time, self.clock.now, self._shadow,
+            calls, set_key, set_time, self.clock.now, self._shadow,
             cfg.ttl_ms, stamp=cfg.measure_latency, refresh=cfg.update_type == "OnReadAndWrite",
         )
 

@@ -6,6 +6,7 @@ runs this plan on any engine, so in-process and Spark runs run exactly the same 
 from __future__ import annotations
 
 import secrets
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from workloads.run.config import (
     paced,
     wall_clock_driven,
 )
+from workloads.run.planted import planted_cost
 from workloads.spec import WorkloadSpec
 
 
@@ -53,7 +55,7 @@ class RunConfig:
     strategies: tuple[str, ...] | None = None  # None: the spec's strategies
     parallelism: int = 2
     source_partitions: int | None = None  # generator partitions; None: = parallelism
-    repetitions: int = 1
+    repetitions: int = 1  # rounds: repetition r of every scenario runs in round r
     sample_interval_ms: int | None = None  # None: the run's duration / 10
     warmup_fraction: float = 0.1
     time_speedup: float | None = None  # None: the spec's state.time_speedup, else 1
@@ -66,6 +68,9 @@ class RunConfig:
     fail_task_once: int | None = None  # Spark partition whose first attempt fails (tests)
     #: a knob sweep (``workloads.run.sweep.Sweep``): its labels may appear in ``strategies``
     sweep: Any = None
+    #: one unmeasured round first for the backends whose kept process warms up (the Flink lanes:
+    #: ``workloads.run.runner.keeps_state``); on in comparisons (``workloads.run.compare``)
+    warm_up: bool = False
 
     def __post_init__(self) -> None:
         if not self.backends:
@@ -83,6 +88,10 @@ class RunConfig:
                 flink_lanes.check_available()
             except RuntimeError as exc:
                 raise PlanError(str(exc)) from None
+            problem = flink_lanes.settings_problem(  # the environment's and folders' too
+                self.backends, (self.local_dir or tempfile.gettempdir(), self.checkpoint_root))
+            if problem is not None:
+                raise PlanError(problem)
         if not 1 <= self.parallelism <= self.max_parallelism:
             raise PlanError(
                 f"parallelism must be in 1..{self.max_parallelism}, got {self.parallelism}"
@@ -124,21 +133,22 @@ class RunConfig:
                 check_supported(self.spec.operator.kind)
             except UnsupportedOperator as exc:
                 raise PlanError(str(exc)) from None
-            reasons = [operator_lane_reason(self, k) for k in self.backends]
-            if reasons and all(r is not None for r in reasons):  # nothing would run
-                raise PlanError(str(reasons[0]))
+        reasons = [operator_lane_reason(self, k) for k in self.backends]
+        if reasons and all(r is not None for r in reasons):  # nothing would run
+            raise PlanError(str(reasons[0]))
 
         self._check_sql_lanes()
+        try:  # a test-only knob (workloads.run.planted); malformed: refused before any work
+            planted_cost()
+        except ValueError as exc:
+            raise PlanError(str(exc)) from None
 
     def _check_sql_lanes(self) -> None:
-        """flink-sql runs an [operator] spec of a kind its SQL job has a query for; up front,
-        the job compiles (the extra's jars and a JDK 17)."""
-        lanes = [kind for kind in self.backends if sql_lanes.is_sql_lane(kind)]
-        for kind in lanes:
-            problem = sql_lanes.spec_problem(
-                kind, None if self.spec.operator is None else self.spec.operator.kind)
-            if problem is not None:
-                raise PlanError(problem)
+        """Up front, when a flink-sql lane runs this spec (one of a kind its SQL job has a
+        query for; otherwise its scenarios are not applicable, as any lane's), the job
+        compiles (the extra's jars and a JDK 17)."""
+        lanes = [kind for kind in self.backends
+                 if sql_lanes.is_sql_lane(kind) and operator_lane_reason(self, kind) is None]
         if lanes:
             from backends.flink.sql_job import ensure_sql_job_built
 
@@ -208,6 +218,7 @@ class RunConfig:
             "parallelism": self.parallelism,
             "source_partitions": self.partitions,
             "repetitions": self.repetitions,
+            "warm_up": self.warm_up,
             "sample_interval_ms": self.sample_interval_ms,
             "warmup_fraction": self.warmup_fraction,
             "time_speedup": self.speedup,
@@ -223,6 +234,7 @@ class RunConfig:
             "batch_size": self.batch_size,
             "max_parallelism": self.max_parallelism,
             **({"sweep": self.sweep.as_dict()} if self.sweep is not None else {}),
+            **({"planted_cost": planted.as_dict()} if (planted := planted_cost()) else {}),
         }
 
 
@@ -244,10 +256,13 @@ class NotApplicable:
 
 def operator_lane_reason(cfg: RunConfig, kind: str) -> str | None:
     """Why lane ``kind`` cannot run ``cfg``'s ``[operator]`` spec (None: it can, or the spec is
-    key-value traffic). A comparison that mixes lanes lists such a lane's scenarios as not
-    applicable, as it lists strategies a backend cannot run, instead of refusing the run;
-    flink-sql's own refusals are ``_check_sql_lanes``'s."""
-    if cfg.spec.operator is None or sql_lanes.is_sql_lane(kind):
+    key-value traffic, except on flink-sql, which runs operator specs only). A comparison that
+    mixes lanes lists such a lane's scenarios as not applicable, as it lists strategies a
+    backend cannot run, instead of refusing the run: one rule for every lane."""
+    if sql_lanes.is_sql_lane(kind):
+        return sql_lanes.spec_problem(
+            kind, None if cfg.spec.operator is None else cfg.spec.operator.kind)
+    if cfg.spec.operator is None:
         return None
     if flink_lanes.is_lane(kind):  # flink-heap/-rocksdb run the kinds backends.flink.operators has
         from backends.flink.operators import lane_reason
@@ -277,8 +292,9 @@ def plan_scenarios(cfg: RunConfig) -> tuple[list[Scenario], list[NotApplicable]]
                 if reason is None and cfg.spec.state.ttl_ms is not None:
                     reason = flink_lanes.ttl_reason(kind, cfg.spec.state.update_type)
             elif reason is None and sql_lanes.is_sql_lane(kind):
-                reason = sql_lanes.not_applicable_reason(kind, cfg.cleanup_of(label),
-                                                         cfg.spec.state.ttl_ms is not None)
+                reason = sql_lanes.not_applicable_reason(
+                    kind, cfg.cleanup_of(label), cfg.ttl_of(label) is not None,
+                    ttl_sweep=cfg.ttl_sweep_of(label) is not None)
             elif reason is None:
                 reason = strategy.not_applicable_reason(kind, wall_clock_driven(tc, label))
             if reason is None:
@@ -386,3 +402,5 @@ class RunOutcome:
     duration_s: float
     retried_attempts: dict[str, int] = field(default_factory=dict)
     job_seconds: dict[str, list[float]] = field(default_factory=dict)
+    #: the rounds' record for run.json (``workloads.run.runner.rounds_record``)
+    rounds: dict[str, Any] = field(default_factory=dict)

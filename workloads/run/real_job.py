@@ -24,7 +24,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -35,6 +34,7 @@ import pyarrow as pa
 
 from backends.flink.real_job import EventFile, RealJobConfig, run_real_job
 from backends.flink.register import rocksdb_configuration, ttl_fields
+from workloads.run import tempdirs
 from workloads.run.config import OperatorConfig
 from workloads.run.engines.inprocess import InProcessEngine, data_facts
 from workloads.run.flink_lane import compaction_options
@@ -206,8 +206,8 @@ def compare(spec: WorkloadSpec, lanes: tuple[str, ...] = tuple(LANES), paralleli
     for lane in lanes:
         if lane not in LANES:
             raise ValueError(f"unknown lane {lane!r}; expected one of {', '.join(LANES)}")
-    with tempfile.TemporaryDirectory(prefix="statebench-real-job-",
-                                     dir=None if root is None else str(root)) as tmp:
+    with tempdirs.temp_dir("statebench-real-job-",  # owner-tagged: swept after a kill -9
+                           dir=None if root is None else str(root)) as tmp:
         work = Path(tmp)
         cfg = _run_config(spec, lanes, parallelism, work, repetitions)
         (work / "lane-local").mkdir()

@@ -1,4 +1,10 @@
-"""The one loop of a run: every runnable scenario x repetition as one job on an :class:`Engine`.
+"""The one loop of a run: every runnable scenario once per round, one job each on an Engine.
+
+A run is a number of rounds (``RunConfig.repetitions``): in round r every scenario runs once,
+each backend's strategies back to back in a seeded shuffled order (:func:`job_order`), and
+repetition r of every row is round r, so a decision can pair strategies round by round. A
+comparison first runs one unmeasured warm-up round on the lanes whose kept process speeds up
+over its first jobs (:func:`keeps_state`).
 
 An engine is where a job's tasks execute. It prepares the keyed data once per run (and learns
 the :class:`~workloads.run.plan.DataFacts`: events per task, the logical time frame), runs one
@@ -24,12 +30,14 @@ its own source (``workloads.run.sql_lane``), run here whatever the engine.
 
 from __future__ import annotations
 
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
 
+from backends.flink import lanes as flink_lanes
 from backends.flink.sql_lanes import is_sql_lane
 from workloads.run.config import OperatorConfig
 from workloads.run.metrics import attempts, finalize_rows, job_rows, not_applicable_rows
@@ -67,41 +75,116 @@ class Engine(Protocol):
         ...
 
 
-def job_order(scenarios: list[Any], repetitions: int) -> list[tuple[int, Any]]:
-    """(repetition, scenario) in the order the jobs run: repetition by repetition, each pass
-    over the scenarios starting one further along (rep r starts at scenario r mod n).
+#: The repetition index of a warm-up job (its rows are dropped; series are off, as in every
+#: round after the first).
+WARMUP_ROUND = -1
 
-    Why: a JVM's JIT keeps speeding up a Flink lane over its first million or so records, and a
-    shared machine drifts. Run scenario by scenario, whichever strategy ran first on a fresh JVM
-    came out 2-2.5x slower than the next on flink-heap (sessions-churn, value ops only: none
-    3.5 M vs full_snapshot 8.2 M records/s, and 6.5 M vs 3.8 M with the order swapped), which is
-    an artifact of order, not of the strategies. Interleaved and rotated, a slow start lands on
-    one repetition of one scenario, and the medians over repetitions compare like with like.
+
+def keeps_state(backend: str) -> bool:
+    """Whether a backend's jobs run in a process kept from one job to the next whose speed
+    depends on what it ran before: Flink's lanes keep a JVM per Python worker
+    (``workloads.run.flink_workers``), and a kept JVM's JIT goes on compiling over its first
+    tasks. statebench's own backends run Python, which compiles nothing as it runs, and a
+    flink-sql scenario starts a Flink job of its own."""
+    return flink_lanes.is_lane(backend)
+
+
+def round_order(scenarios: Sequence[Any], seed: int, round_index: int | str) -> list[Any]:
+    """One round's scenarios in the order they run: each backend's scenarios back to back, the
+    backends' blocks in a shuffled order, and the strategies inside a block shuffled. Seeded by
+    the run's seed and the round, so the order is random against the strategies yet the same for
+    the same run (run.json records it).
+
+    Why a backend's strategies stay together: the decision pairs round r of strategy X with round
+    r of strategy Y on the same backend, and the closer in time they ran, the more of the
+    machine's drift they share. Why shuffled: a fixed order gives one strategy the same place
+    every round (always first after another backend's block, or always last), and a position's
+    effect would then read as the strategy's.
     """
-    n = len(scenarios)
-    return [(rep, scenarios[(rep + i) % n]) for rep in range(repetitions) for i in range(n)]
+    rng = random.Random(f"statebench-round:{seed}:{round_index}")
+    blocks: dict[str, list[Any]] = {}
+    for scenario in scenarios:
+        blocks.setdefault(scenario.backend, []).append(scenario)
+    backends_order = list(blocks)
+    rng.shuffle(backends_order)
+    order: list[Any] = []
+    for backend in backends_order:
+        block = list(blocks[backend])
+        rng.shuffle(block)
+        order.extend(block)
+    return order
+
+
+def job_order(scenarios: Sequence[Any], rounds: int, seed: int,
+              warm_up: bool = True) -> list[tuple[int, Any]]:
+    """(round, scenario) in the order the jobs run: first, when ``warm_up`` and a scenario's
+    backend :func:`keeps_state`, one unmeasured warm-up round (round :data:`WARMUP_ROUND`) of
+    those scenarios; then ``rounds`` measured rounds, each every scenario once in its
+    :func:`round_order`. The round is the repetition index of every row a job writes, so
+    repetition r of two strategies of one backend ran in the same round, back to back.
+
+    Why the warm-up: a JVM's JIT keeps speeding up a Flink lane over its first tasks even after
+    its synthetic warm-up stream (``flink_lane._warm_up``). Measured on flink-heap
+    (sessions-churn, value ops only) scenario by scenario, whichever strategy ran first on a
+    fresh JVM came out 2-2.5x slower than the next (none 3.5 M vs full_snapshot 8.2 M records/s,
+    and 6.5 M vs 3.8 M with the order swapped). A shuffled order spreads that over strategies,
+    but leaves it in round 0, where it reads as drift that hits one strategy of the round.
+    """
+    warm = [s for s in scenarios if keeps_state(s.backend)] if warm_up else []
+    jobs = [(WARMUP_ROUND, s) for s in round_order(warm, seed, "warm-up")]
+    for r in range(rounds):
+        jobs.extend((r, s) for s in round_order(scenarios, seed, r))
+    return jobs
+
+
+def rounds_record(jobs: Sequence[tuple[int, Any]], rounds: int, seed: int,
+                  warm_seconds: dict[str, float]) -> dict[str, Any]:
+    """What run.json says about the rounds: how many, the seed of their order, every round's
+    order (``backend/strategy`` labels) and the warm-up (its order and its jobs' seconds)."""
+    orders: list[list[str]] = [[] for _ in range(rounds)]
+    warm: list[str] = []
+    for r, scenario in jobs:
+        label = f"{scenario.backend}/{scenario.strategy}"
+        (warm if r == WARMUP_ROUND else orders[r]).append(label)
+    return {
+        "count": rounds,
+        "order_seed": seed,
+        "orders": orders,
+        "warm_up": bool(warm),
+        "warm_up_order": warm,
+        "warm_up_job_seconds": {k: round(v, 3) for k, v in warm_seconds.items()},
+        "warm_up_seconds": round(sum(warm_seconds.values()), 3),
+    }
 
 
 def run(cfg: RunConfig, engine: Engine, on_job: JobCallback | None = None) -> RunOutcome:
-    """Run every applicable scenario x repetition of ``cfg`` on ``engine``, one job each.
+    """Run ``cfg`` on ``engine``: its warm-up jobs, then every applicable scenario once per
+    round (:func:`job_order`), one job each; the warm-up jobs' rows are dropped.
 
-    ``on_job(scenario, repetition)`` is called after each job (progress bars)."""
+    ``on_job(scenario, round)`` is called after each job, warm-up jobs included (progress bars;
+    :func:`planned_jobs` counts them)."""
     started = time.perf_counter()
     runnable, skipped = plan_scenarios(cfg)
     parts: list[pa.Table] = []
     job_seconds: dict[str, list[float]] = {}
+    warm_seconds: dict[str, float] = {}
+    jobs = job_order(runnable, cfg.repetitions, cfg.spec.seed, cfg.warm_up)
     try:
         facts = engine.prepare(cfg)
-        for rep, scenario in job_order(runnable, cfg.repetitions):
+        for rep, scenario in jobs:
             op_cfg = operator_config(cfg, scenario, rep, facts)
             t0 = time.perf_counter()
             if is_sql_lane(scenario.backend):  # a whole SQL job of its own, on any engine
-                parts.append(run_sql_scenario(cfg, op_cfg, facts))
+                rows = run_sql_scenario(cfg, op_cfg, facts)
             else:
-                parts.append(engine.run_job(op_cfg))
+                rows = engine.run_job(op_cfg)
             seconds = time.perf_counter() - t0
-            job_seconds.setdefault(op_cfg.scenario.label, []).append(seconds)
-            parts.append(job_rows(op_cfg.scenario, rep, facts.events, seconds))
+            if rep == WARMUP_ROUND:  # unmeasured: only its cost is kept
+                warm_seconds[op_cfg.scenario.label] = seconds
+            else:
+                parts.append(rows)
+                job_seconds.setdefault(op_cfg.scenario.label, []).append(seconds)
+                parts.append(job_rows(op_cfg.scenario, rep, facts.events, seconds))
             if on_job is not None:
                 on_job(scenario, rep)
     finally:
@@ -118,4 +201,11 @@ def run(cfg: RunConfig, engine: Engine, on_job: JobCallback | None = None) -> Ru
         duration_s=time.perf_counter() - started,
         retried_attempts={k: v for k, v in attempts(raw).items() if v},
         job_seconds=job_seconds,
+        rounds=rounds_record(jobs, cfg.repetitions, cfg.spec.seed, warm_seconds),
     )
+
+
+def planned_jobs(cfg: RunConfig) -> int:
+    """The jobs :func:`run` runs for ``cfg``, warm-up jobs included (progress bars)."""
+    runnable, _ = plan_scenarios(cfg)
+    return len(job_order(runnable, cfg.repetitions, cfg.spec.seed, cfg.warm_up))

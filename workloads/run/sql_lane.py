@@ -30,7 +30,9 @@ Rows (task = -1, the job; ``workloads.run.metrics`` names where they mean the sa
   ``released_records_per_s`` (every event the source released over wall time, first to last:
   the schedule's rate while the job keeps up),
   ``latency_p50_us``, ``latency_p99_us``, ``latency_p999_us``, ``latency_max_us`` (per output
-  row: how far the paced clock is past the event time it stands for, real us),
+  row: how far the paced clock is past the event time it stands for, real us; a row emitted
+  before the clock got there - a window the end-of-input watermark fired - has none, and a
+  job with no measured row has no latency rows: absent, not 0),
   ``schedule_lag_max_ms``, ``late_records_share``, ``operator_outputs`` (the changelog rows the
   query emitted: +I, -U, +U and -D), ``sql_job_s`` (s: the job, submission to result);
 * series (``step`` = sample, ``logical_time_ms`` = paced clock, repetition 0), RocksDB only:
@@ -46,16 +48,17 @@ Rows (task = -1, the job; ``workloads.run.metrics`` names where they mean the sa
   this checkpoint wrote), ``checkpoint_sync_ms``, ``checkpoint_async_ms``,
   ``checkpoint_total_ms`` (their sum; the maxima over subtasks).
 * with a TTL, ``ttl_changed_outputs``, ``ttl_compared_outputs`` and ``ttl_changed_results``
-  (share): the job's outputs against the same job without TTL (run right after it in the same
-  JVM, not measured), as multisets of output rows as the emulation compares its own
+  (share): the job's outputs against the same job with a TTL no entry reaches
+  (:data:`REFERENCE_TTL_MS`, run right after it in the same JVM, not measured), as multisets
+  of output rows as the emulation compares its own
   (``workloads.operators.results``); on the paced clock, so timing-dependent, unlike the
   emulation's exact event-time share.
 """
 
 from __future__ import annotations
 
-import tempfile
 from collections import Counter
+from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -72,8 +75,10 @@ from backends.flink.sql_job import (
     write_events_csv,
 )
 from backends.flink.sql_lanes import SQL_LANES, query_time_after_num_entries, spec_problem
-from workloads.nexmark import generate_nexmark
+from workloads.nexmark import NEXMARK_SCHEMA, generate_nexmark
 from workloads.operators.input import nexmark_config
+from workloads.run import tempdirs
+from workloads.run.checkpoints import slug
 from workloads.run.config import OperatorConfig
 from workloads.run.metrics import NO_TIME, MetricRows, Row
 from workloads.run.plan import DataFacts, RunConfig
@@ -96,6 +101,33 @@ def events_in_time_order(spec: WorkloadSpec) -> pa.Table:
     order = pc.sort_indices(table.append_column("seq", seq),
                             sort_keys=[("ts", "ascending"), ("seq", "ascending")])
     return table.take(order)
+
+
+#: Peak bytes per byte of a Nexmark row while a scenario's events are made, numbered and
+#: sorted in memory (``events_in_time_order``): the table, its copy with ``seq``, the sort's
+#: indices and the sorted table.
+SQL_INPUT_PEAK_FACTOR = 3.5
+#: The reference job's ``table.exec.state.ttl``: longer than any run, so nothing expires, yet
+#: state retention is on. Flink's operators emit differently with retention on (GroupAggFunction
+#: suppresses an update that leaves the aggregate unchanged only when retention is off), so a
+#: reference without any TTL counted those extra updates as results the TTL changed.
+REFERENCE_TTL_MS = 1000 * 86_400_000
+
+
+def input_memory_problem(spec: WorkloadSpec, available: int) -> str | None:
+    """Why a flink-sql scenario's events do not fit in ``available`` bytes (None: they do, or
+    the spec has no query for the lane): they are made and sorted in memory before the CSV is
+    written, on any engine."""
+    if spec.operator is None or spec.time is None:
+        return None
+    events = nexmark_config(spec).events
+    row = sum(f.type.bit_width // 8 for f in NEXMARK_SCHEMA) + 8  # + seq
+    need = events * row * SQL_INPUT_PEAK_FACTOR
+    if need <= available:
+        return None
+    return (f"the flink-sql lanes sort a scenario's {events:,} Nexmark events in memory before "
+            f"the SQL job reads them: about {need / 1e9:.3g} GB, but {available / 1e9:.3g} GB "
+            "are available; lower --events")
 
 
 def sql_job_config(cfg: RunConfig, op_cfg: OperatorConfig, events: Path, count: int,
@@ -171,28 +203,32 @@ def report_rows(op_cfg: OperatorConfig, report: dict[str, Any], end_ms: int) -> 
 def run_sql_scenario(cfg: RunConfig, op_cfg: OperatorConfig, facts: DataFacts) -> pa.Table:
     """Run one flink-sql scenario x repetition as a SQL job; its rows (METRIC_SCHEMA).
 
-    The events CSV and the job's folders live in a temporary folder under the run's
-    ``local_dir`` (the system's when None); checkpoints go under ``checkpoint_root`` when the
-    run keeps them, else into that temporary folder (the job always checkpoints: on HashMap,
-    checkpoints are its only state measure)."""
-    with tempfile.TemporaryDirectory(prefix="statebench-flink-sql-", dir=cfg.local_dir) as tmp:
+    The events CSV and the job's folders live in an owner-tagged temporary folder under the
+    run's ``local_dir`` (the system's when None: ``workloads.run.tempdirs``, so a start-up after
+    a ``kill -9`` sweeps it); checkpoints go under ``checkpoint_root`` when the run has one,
+    else into that temporary folder (the job always checkpoints: on HashMap, checkpoints are
+    its only state measure). Flink discards a finished job's completed checkpoints, so under
+    ``checkpoint_root`` the job's folder is removed again once it is empty."""
+    with tempdirs.temp_dir("statebench-flink-sql-", dir=cfg.local_dir) as tmp:
         work = Path(tmp)
         events = work / "events.csv"
         count = write_events_csv(events_in_time_order(cfg.spec), events)
-        root = Path(cfg.checkpoint_root) if cfg.checkpoint_root is not None else work
-        label = f"{op_cfg.backend}-{op_cfg.strategy}-{op_cfg.repetition}"
-        checkpoints = root / "flink-sql" / "".join(c if c.isalnum() or c in "-_" else "_"
-                                                   for c in label)
+        checkpoints = job_checkpoint_dir(op_cfg, cfg.checkpoint_root, work)
         job = sql_job_config(cfg, op_cfg, events, count, checkpoints)
         jobs = [job]
-        if job.ttl_ms > 0:  # the reference: the same job without TTL, in the same JVM
+        if job.ttl_ms > 0:  # the reference: the same job, nothing expiring, in the same JVM
             jobs = [replace(job, collect_outputs=True),
-                    replace(job, ttl_ms=0, collect_outputs=True,
+                    replace(job, ttl_ms=REFERENCE_TTL_MS, collect_outputs=True,
                             checkpoint_dir=checkpoints.with_name(checkpoints.name + "-no-ttl"))]
         # a job takes at least its paced span of wall time: give each that twice over, beyond
         # the fixed allowance for the JVM, the planner and a slow machine
         paced_s = max(0, facts.end_ms - facts.start_ms) / cfg.speedup / 1000.0
-        reports = run_sql_jobs(jobs, timeout_s=DEFAULT_TIMEOUT_S + 2 * paced_s * len(jobs))
+        try:
+            reports = run_sql_jobs(jobs, timeout_s=DEFAULT_TIMEOUT_S + 2 * paced_s * len(jobs))
+        finally:
+            if cfg.checkpoint_root is not None:
+                prune_empty([j.checkpoint_dir for j in jobs],
+                            local_checkpoint_root(cfg.checkpoint_root))
     rows = MetricRows(op_cfg.scenario)
     rows.extend(report_rows(op_cfg, reports[0], facts.end_ms))
     if len(reports) == 2:
@@ -204,6 +240,45 @@ def run_sql_scenario(cfg: RunConfig, op_cfg: OperatorConfig, facts: DataFacts) -
         rows.add(TOTAL_TASK, rep, NO_TIME, "ttl_changed_results",
                  changed / compared if compared else 0.0, "share")
     return pa.Table.from_batches([rows.to_batch()])
+
+
+def local_checkpoint_root(root: str) -> Path:
+    """The run's checkpoint root as the local folder Flink writes into: a ``file://`` URI's
+    path (``Path("file:///abs")`` is the relative folder ``file:/abs``, where checkpoints went
+    under the current folder). The CLI refuses other URIs for Flink's lanes up front."""
+    if "://" in root and not root.startswith("file://"):
+        raise ValueError(f"checkpoint root {root}: the flink-sql lanes write checkpoints as "
+                         "local files; give a local folder or a file:// URI")
+    return Path(root.removeprefix("file://") or "/").absolute()
+
+
+def job_checkpoint_dir(op_cfg: OperatorConfig, root: str | None, work: Path) -> Path:
+    """The SQL job's checkpoint folder: ``<root>/<run id>/<scenario slug>/rep-<r>/flink-sql``
+    as every lane's (``workloads.run.checkpoints``: two runs never share one), or a folder of
+    the job's temporary folder when the run has no checkpoint root."""
+    if root is None:
+        return work / "checkpoints"
+    base = local_checkpoint_root(root)
+    return (base / slug(op_cfg.run_id) / slug(op_cfg.scenario.label)
+            / f"rep-{op_cfg.repetition}" / "flink-sql")
+
+
+def prune_empty(folders: list[Path], root: Path) -> None:
+    """Remove ``folders`` where Flink left them empty (a finished job's checkpoints are
+    discarded, their folders kept), and their then empty parents up to ``root`` (never
+    ``root`` itself, nor a folder holding another lane's checkpoints)."""
+    for folder in folders:
+        for sub in sorted((p for p in folder.rglob("*") if p.is_dir()),
+                          key=lambda p: len(p.parts), reverse=True):
+            with suppress(OSError):
+                sub.rmdir()
+        current = folder
+        while current != root and root in current.parents:
+            try:
+                current.rmdir()
+            except OSError:
+                break
+            current = current.parent
 
 
 def changed_outputs(ttl: list[int], reference: list[int]) -> tuple[int, int]:

@@ -131,8 +131,14 @@ def parse_sweep(text: str) -> Sweep:
         values.append(value)
     if len(values) < 2:
         raise SweepError(f"sweep: {knob} needs at least two values to sweep, got {values}")
-    if strategy == TTL_SWEEP and min(values) < 1:
-        raise SweepError(f"sweep: ttl ms values must be >= 1, got {values}")
+    if strategy == TTL_SWEEP:  # each value becomes state.ttl_ms: that field's own check
+        from workloads import limits
+
+        for value in values:
+            problem = limits.POSITIVE_TIME_MS.problem(value)
+            if problem is not None:
+                raise SweepError(f"sweep: ttl ms value {problem} (each value is a "
+                                 "scenario's state.ttl_ms)")
     if knob == "per_record" and not set(values) <= {0, 1}:
         raise SweepError(f"sweep: per_record values are 0 (false) or 1 (true), got {values}")
     sweep = Sweep(strategy, knob, tuple(values))

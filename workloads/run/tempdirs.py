@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from contextlib import suppress
 from types import FrameType
 
 from backends.tempdirs import (  # noqa: F401 - this module's public interface
@@ -52,13 +53,42 @@ def _held_off(signum: int, frame: FrameType | None) -> None:
     ``statebench ab`` and its child twice: from the terminal and forwarded)."""
 
 
+class Terminated(SystemExit):
+    """SIGTERM, raised in the main thread: the process ends with 128 + SIGTERM (143) once its
+    ``finally`` blocks and the CLI's clean-up ran, and the CLI says so in one line, as for an
+    interrupt. A type of its own so an error it causes (a Spark job it broke off, whose
+    collect then fails with a Java stack) can be told from a real failure
+    (``workloads.cli.lifecycle``)."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__(128 + signum)
+
+
+def _cancel_spark_jobs() -> None:
+    """Cancel this process's running Spark jobs, as pyspark's own SIGINT handler does: a job
+    whose collect is broken off by SIGTERM otherwise runs on, and its end then fails inside
+    the collect's clean-up with a Java stack (never imports pyspark)."""
+    import sys
+
+    if "pyspark" not in sys.modules:
+        return
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None or getattr(context, "_jsc", None) is None:
+        return
+    with suppress(Exception):  # a context already failing: the unwinding ends it
+        context.cancelAllJobs()
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         if signal.getsignal(sig) is _on_signal:
             signal.signal(sig, _held_off)
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
-    raise SystemExit(128 + signum)
+    _cancel_spark_jobs()
+    raise Terminated(signum)
 
 
 def install_signal_handlers() -> bool:

@@ -99,7 +99,9 @@ def _reported(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     except InjectedTaskFailure:
         raise  # Spark's retry is what is tested; its message stays as it is
     except Exception as exc:
-        raise RuntimeError(_tag(exc)) from exc
+        from backends.storage.rocksdb import rocksdb_io_error
+
+        raise RuntimeError(_tag(rocksdb_io_error(exc) or exc)) from exc  # a full disk: OSError
 
 
 def driver_error(exc: BaseException) -> BaseException | None:

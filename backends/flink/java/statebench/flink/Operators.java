@@ -37,7 +37,9 @@ import java.util.Map;
  * run against Flink's own keyed state backend, access for access as the Python emulation.
  *
  * <p>Each kind ({@link Op} subclasses) registers the states of the Python module it mirrors, with
- * the same names and the spec's TTL, and makes the same reads, writes and deletes per record:
+ * the same names and the spec's TTL where Flink applies one (not on window contents nor the
+ * interval join's caches: Flink's windows and interval joins enable no state TTL), and makes
+ * the same reads, writes and deletes per record:
  * dedup ({@code RowTimeDeduplicateFunction}: value {@code deduplicate-state}), regular_join
  * ({@code StreamingJoinOperator}: maps {@code left-records}/{@code right-records}, record ->
  * count, the records as Flink tuples of 4 and 6 fields), tumbling and sliding windows
@@ -773,9 +775,11 @@ final class Operators implements CommandFamily {
         @Override
         @SuppressWarnings("unchecked")
         void bind(StateTtlConfig ttl) throws Exception {
+            // no TTL: Flink's windows apply none (WindowOperator's descriptor from
+            // WindowedStream; SQL's AbstractSyncStateWindowAggProcessor "window-aggs")
             contents = (ValueState<Long>) register(FlinkBackend.VALUE,
                     new ValueStateDescriptor<>("window-contents", LongSerializer.INSTANCE),
-                    ttl, new TimeWindow(0, p.windowMs), new TimeWindow.Serializer());
+                    null, new TimeWindow(0, p.windowMs), new TimeWindow.Serializer());
             namespaced = (InternalKvState<Object, TimeWindow, Long>) contents;
             createTimers(WINDOW_TIMERS, new TimeWindow.Serializer());
         }
@@ -868,14 +872,15 @@ final class Operators implements CommandFamily {
             leftSize = -p.lowerMs;
             rightSize = p.upperMs;
             minCleanup = Math.max(0, Math.floorDiv(leftSize + rightSize, 2));
+            // no TTL: TimeIntervalJoin.open enables none (its timers clean the caches)
             lcache = (MapState<Long, byte[]>) register(FlinkBackend.MAP,
                     new MapStateDescriptor<>("IntervalJoinLeftCache", LongSerializer.INSTANCE,
                             BytePrimitiveArraySerializer.INSTANCE),
-                    ttl, VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE);
+                    null, VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE);
             rcache = (MapState<Long, byte[]>) register(FlinkBackend.MAP,
                     new MapStateDescriptor<>("IntervalJoinRightCache", LongSerializer.INSTANCE,
                             BytePrimitiveArraySerializer.INSTANCE),
-                    ttl, VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE);
+                    null, VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE);
             ltimer = (ValueState<Long>) register(FlinkBackend.VALUE,
                     new ValueStateDescriptor<>("IntervalJoinLeftTimerState",
                             LongSerializer.INSTANCE),
@@ -1164,9 +1169,10 @@ final class Operators implements CommandFamily {
         @Override
         @SuppressWarnings("unchecked")
         void bind(StateTtlConfig ttl) throws Exception {
+            // no TTL: Flink's windows apply none (as Window's)
             contents = (ValueState<Long>) register(FlinkBackend.VALUE,
                     new ValueStateDescriptor<>("window-contents", LongSerializer.INSTANCE),
-                    ttl, new TimeWindow(0, p.gapMs), new TimeWindow.Serializer());
+                    null, new TimeWindow(0, p.gapMs), new TimeWindow.Serializer());
             namespaced = (InternalKvState<Object, TimeWindow, Long>) contents;
             windows = (ValueState<byte[]>) register(FlinkBackend.VALUE,
                     new ValueStateDescriptor<>("merging-window-set",

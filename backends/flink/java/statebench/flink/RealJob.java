@@ -667,7 +667,9 @@ public final class RealJob {
         set(conf, INNER_BACKEND, a.rocksdb ? "rocksdb" : "hashmap");
         set(conf, "execution.checkpointing.interval", a.intervalMs + " ms");
         set(conf, "execution.checkpointing.storage", "filesystem");
-        set(conf, "execution.checkpointing.dir", new File(a.checkpointDir).toURI().toString());
+        // file:// and the raw path, not toURI(): Flink's Path(String) quotes its escapes again
+        set(conf, "execution.checkpointing.dir",
+                "file://" + new File(a.checkpointDir).getAbsolutePath());
         set(conf, "execution.checkpointing.incremental", Boolean.toString(a.incremental));
         // every checkpoint of the run in the statistics, not the last 10
         set(conf, "web.checkpoints.history", "100000");

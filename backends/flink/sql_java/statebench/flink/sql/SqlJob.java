@@ -208,8 +208,22 @@ public final class SqlJob {
                 + "  event_time AS TO_TIMESTAMP_LTZ(PACE(ts), 3),\n"
                 + "  WATERMARK FOR event_time AS TO_TIMESTAMP_LTZ(ts - " + (j.outOfOrdernessMs + 1)
                 + ", 3)\n"
-                + ") WITH ('connector' = 'filesystem', 'path' = '"
-                + new File(j.events).toURI() + "', 'format' = 'csv')";
+                + ") WITH ('connector' = 'filesystem', 'path' = "
+                + sqlString(localPath(j.events)) + ", 'format' = 'csv')";
+    }
+
+    /** A local file as the text Flink's {@code Path(String)} reads: {@code file://} and the
+     *  absolute path, unquoted. Not {@code File.toURI()}'s text: Path(String) quotes its
+     *  escapes again, so a folder with a space, '#' or '%' became another folder
+     *  ({@code sp%20ace}), where the source found no file and waited and the checkpoints went.
+     *  Path quotes the raw path once itself; checkpoint storage needs the scheme. */
+    static String localPath(String path) {
+        return "file://" + new File(path).getAbsolutePath();
+    }
+
+    /** A SQL string literal of {@code text} (quotes doubled). */
+    static String sqlString(String text) {
+        return "'" + text.replace("'", "''") + "'";
     }
 
     /** The views every query reads: the bids and the auctions of the events. */
@@ -344,7 +358,7 @@ public final class SqlJob {
         conf.setString(INNER_BACKEND, j.backend);
         conf.setString("execution.checkpointing.interval", j.checkpointIntervalMs + " ms");
         conf.setString("execution.checkpointing.storage", "filesystem");
-        conf.setString("execution.checkpointing.dir", new File(j.checkpointDir).toURI().toString());
+        conf.setString("execution.checkpointing.dir", localPath(j.checkpointDir));
         conf.setString("execution.checkpointing.incremental", Boolean.toString(j.incremental));
         conf.setString("parallelism.default", Integer.toString(j.parallelism));
         conf.setString("pipeline.auto-watermark-interval", "20 ms");
@@ -734,7 +748,13 @@ public final class SqlJob {
             }
             Object ts = row.getField("out_ts");
             if (ts instanceof Long) {
-                long lagClockMs = Math.max(0L, Clock.now() - (Long) ts);
+                long lagClockMs = Clock.now() - (Long) ts;
+                if (lagClockMs < 0) {
+                    // emitted before the paced clock reached the time it stands for (a window
+                    // the end-of-input watermark fired early): no latency was measured, and a
+                    // 0 would pass for one
+                    return;
+                }
                 if (n == latencyUs.length) {
                     latencyUs = Arrays.copyOf(latencyUs, n * 2);
                 }

@@ -194,6 +194,9 @@ public final class StateReporter implements MetricReporter, Scheduled {
                 keysByFamily.merge(FAMILY.getOrDefault(e.getKey(), "?"), value, Long::sum);
             }
         }
+        if (totals.isEmpty()) {
+            return; // no gauge had a value (a backend opening or closing): nothing measured
+        }
         synchronized (LOCK) {
             ObjectNode s = samples.addObject();
             s.put("clock_ms", now);

@@ -1,0 +1,67 @@
+"""Issue 31, category 5 (nonsense accepted), the lanes' rules:
+
+* One not-applicable rule for every lane: flink-sql refused a whole run or compare when one
+  spec was not its kind (key-value traffic, a kind without a query), while ForSt in the same
+  place was listed not applicable and the run went on. Now flink-sql's scenarios are listed
+  with the reason too; a run in which no lane can run the spec is still refused.
+* A TTL sweep ran "beside a real Flink SQL job" in the README, but every flink-sql scenario
+  of a sweep was not applicable (its cleanup is ``timer``). A TTL sweep's scenario is the TTL
+  itself, which is what SQL sets (``table.exec.state.ttl``): the SQL lanes run it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workloads.run.plan import PlanError, RunConfig, operator_config, plan_scenarios
+from workloads.run.sweep import parse_sweep
+from workloads.spec import load_spec
+
+
+def _sql_job_ready() -> bool:
+    try:
+        from backends.flink.sql_job import ensure_sql_job_built
+
+        ensure_sql_job_built()
+    except Exception:
+        return False
+    return True
+
+
+pytestmark = pytest.mark.skipif(not _sql_job_ready(), reason="the Flink SQL job cannot run here")
+
+
+def test_flink_sql_lists_a_spec_it_cannot_run_as_not_applicable_like_any_lane() -> None:
+    cfg = RunConfig(load_spec("ycsb-a"), backends=("heap", "flink-sql"))
+    runnable, skipped = plan_scenarios(cfg)
+    assert {s.backend for s in runnable} == {"heap"}
+    sql = [n for n in skipped if n.backend == "flink-sql"]
+    assert len(sql) == len(cfg.strategy_labels)
+    assert all("raw key-value traffic" in n.reason for n in sql)
+    spec = load_spec("nexmark-q18-dedup").with_overrides(operator__kind="sliding_window")
+    _, skipped = plan_scenarios(RunConfig(spec, backends=("heap", "flink-sql-heap")))
+    assert {n.reason for n in skipped if n.backend == "flink-sql-heap"} == {
+        "backend 'flink-sql-heap': the Flink SQL job has no query for [operator] kind "
+        "'sliding_window' (it runs dedup, regular_join, tumbling_window, group_agg)"}
+    with pytest.raises(PlanError, match="raw key-value traffic"):  # nothing at all would run
+        RunConfig(load_spec("ycsb-a"), backends=("flink-sql",))
+
+
+def test_a_ttl_sweep_runs_on_the_sql_lanes_at_each_ttl() -> None:
+    from workloads.run.plan import DataFacts
+    from workloads.run.sql_lane import sql_job_config
+
+    sweep = parse_sweep("ttl(ms=500,2000)")
+    cfg = RunConfig(load_spec("nexmark-q20-join"), backends=("heap", "flink-sql",
+                                                             "flink-sql-heap"),
+                    strategies=("none", *sweep.labels), sweep=sweep)
+    runnable, _ = plan_scenarios(cfg)
+    for lane in ("flink-sql", "flink-sql-heap"):
+        assert [s.strategy for s in runnable if s.backend == lane] == list(sweep.labels)
+    facts = DataFacts(((0, 10),), 0, 1_000)
+    scenario = next(s for s in runnable if s.backend == "flink-sql")
+    op_cfg = operator_config(cfg, scenario, 0, facts)
+    job = sql_job_config(cfg, op_cfg, Path("/nonexistent/events.csv"), 10, Path("/tmp/x"))
+    assert job.ttl_ms == 500 and job.backend == "rocksdb"
