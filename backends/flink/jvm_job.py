@@ -13,6 +13,9 @@ from backends import tempdirs
 from backends.flink.errors import FlinkWorkerError
 from backends.flink.worker import die_with_parent
 
+#: How much of a failed job's stderr (its stack trace) is kept with the error.
+STDERR_NOTE_CHARS = 8000
+
 
 def last_json(stdout: str) -> dict[str, Any] | None:
     """The last line of ``stdout`` that starts a JSON object, parsed (None: none, or broken)."""
@@ -43,5 +46,9 @@ def run_job_jvm(cmd: list[str], local: Path, timeout_s: float, *, timed_out: str
     if report is None:
         lines = [x for x in proc.stderr.splitlines() if x.startswith(tag)]
         why = lines[-1] if lines else proc.stderr[-2000:].strip()
-        raise FlinkWorkerError(f"{failed} failed with exit status {proc.returncode}: {why}")
+        error = FlinkWorkerError(f"{failed} failed with exit status {proc.returncode}: {why}")
+        # the one line stays the message; the JVM's own stack goes with the exception (shown
+        # by --verbose and in test logs), where a rare failure can be told from another
+        error.add_note(proc.stderr[-STDERR_NOTE_CHARS:].strip())
+        raise error
     return report

@@ -50,8 +50,8 @@ DEFAULT_OVERRIDES: dict[str, dict[str, int]] = {
 }
 #: Rounds of the default comparison: every scenario once per round, paired round by round
 #: (workloads/run/runner.py). Six paired rounds are the fewest whose exact signed-rank test can
-#: reach p = 0.031 (2 / 2**6) and separate a 15% difference under round-to-round drift
-#: (docs/guide.md, "Rounds"); eight would separate it more often but take a third longer.
+#: reach p = 0.031 (2 / 2**6); drift cancels round by round, and what six rounds can separate
+#: depends on each job's own noise (docs/guide.md, "Rounds"); eight take a third longer.
 DEFAULT_REPETITIONS = 6
 #: statebench's backends and Flink's own as reference lanes (issue 12: the published comparison
 #: is both, per strategy).
