@@ -44,6 +44,11 @@ public final class StateReporter implements MetricReporter, Scheduled {
     private static final Map<String, Metric> TASK = new ConcurrentHashMap<>();
     private static final Map<String, String> TASK_KEY = new ConcurrentHashMap<>();
     private static final Map<String, Long> TASK_FINAL = new ConcurrentHashMap<>();
+    /** TASK, TASK_KEY and TASK_FINAL change together under this lock: the MiniCluster removes
+     *  a finished job's task metrics on its own threads while the report reads them, and a
+     *  metric seen in TASK whose key was already removed made TreeMap.merge throw a bare
+     *  NullPointerException (the job's report, and with it the whole SQL job, failed). */
+    private static final Object TASK_LOCK = new Object();
     static final String RECORDS_IN = "numRecordsIn";
     static final String BUSY_MS = "accumulateBusyTimeMs";
 
@@ -60,9 +65,11 @@ public final class StateReporter implements MetricReporter, Scheduled {
      *  its result, and one removed after this reset merged the last job's count into this
      *  job's (a dedup after a dedup at parallelism 2 read 18400 + 10874 records in). */
     static void reset(long intervalMs) {
-        TASK.clear();
-        TASK_KEY.clear();
-        TASK_FINAL.clear();
+        synchronized (TASK_LOCK) {
+            TASK.clear();
+            TASK_KEY.clear();
+            TASK_FINAL.clear();
+        }
         synchronized (LOCK) {
             samples = SqlJob.JSON.createArrayNode();
             sampleIntervalMs = intervalMs;
@@ -109,9 +116,15 @@ public final class StateReporter implements MetricReporter, Scheduled {
 
     /** Per subtask: the keyed task's input records and busy ms (live or final values). */
     static Map<String, long[]> keyedTask() {
-        Map<String, Long> all = new TreeMap<>(TASK_FINAL);
-        for (Map.Entry<String, Metric> e : TASK.entrySet()) {
-            all.merge(TASK_KEY.get(e.getKey()), valueOf(e.getValue()), Math::max);
+        Map<String, Long> all;
+        synchronized (TASK_LOCK) {
+            all = new TreeMap<>(TASK_FINAL);
+            for (Map.Entry<String, Metric> e : TASK.entrySet()) {
+                String key = TASK_KEY.get(e.getKey());
+                if (key != null) {
+                    all.merge(key, valueOf(e.getValue()), Math::max);
+                }
+            }
         }
         Map<String, long[]> out = new TreeMap<>();
         for (Map.Entry<String, Long> e : all.entrySet()) {
@@ -127,8 +140,10 @@ public final class StateReporter implements MetricReporter, Scheduled {
         String key = taskKey(metricName, group);
         if (key != null) {
             String id = group.getMetricIdentifier(metricName);
-            TASK.put(id, metric);
-            TASK_KEY.put(id, key);
+            synchronized (TASK_LOCK) {
+                TASK.put(id, metric);
+                TASK_KEY.put(id, key);
+            }
             return;
         }
         if (!(metric instanceof Gauge) || !metricName.startsWith("rocksdb.")) {
@@ -150,10 +165,12 @@ public final class StateReporter implements MetricReporter, Scheduled {
     @Override
     public void notifyOfRemovedMetric(Metric metric, String metricName, MetricGroup group) {
         String id = group.getMetricIdentifier(metricName);
-        Metric task = TASK.remove(id);
-        String key = TASK_KEY.remove(id);
-        if (task != null && key != null) {
-            TASK_FINAL.merge(key, valueOf(task), Math::max);
+        synchronized (TASK_LOCK) {
+            Metric task = TASK.remove(id);
+            String key = TASK_KEY.remove(id);
+            if (task != null && key != null) {
+                TASK_FINAL.merge(key, valueOf(task), Math::max);
+            }
         }
         GAUGES.remove(id);
         PROPERTY.remove(id);
