@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from backends.flink.errors import FlinkUnavailableError
+from tests.flink.conftest import fail_or_skip
 from workloads import cli
 
 SPEC_HEAD = 'name = "t"\n'
@@ -61,3 +63,27 @@ def usage_error(capsys: pytest.CaptureFixture[str]) -> Callable[..., str]:
         return lines[0]
 
     return run
+
+
+@pytest.fixture(scope="session")
+def flink_lanes() -> None:
+    """Flink's lanes can run here; else the shared rule: fail where the oracle is required
+    (the flink extra installed), skip elsewhere - never a silent skip where they should run."""
+    from backends.flink.lanes import check_available
+
+    try:
+        check_available()
+    except FlinkUnavailableError as exc:
+        fail_or_skip("the Flink lanes", exc)
+
+
+@pytest.fixture(scope="session")
+def flink_sql_job() -> None:
+    """The Flink SQL job is built (compiled once per session); the same rule as
+    :func:`flink_lanes`."""
+    from backends.flink.sql_job import ensure_sql_job_built
+
+    try:
+        ensure_sql_job_built()
+    except FlinkUnavailableError as exc:
+        fail_or_skip("the Flink SQL job", exc)

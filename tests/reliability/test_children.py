@@ -131,18 +131,8 @@ def test_a_signal_to_ab_alone_reaches_its_child(signum: int, status: int,
 pytest.importorskip("pyspark")
 
 
-def _flink_ready() -> bool:
-    try:
-        from backends.flink.lanes import check_available
-
-        check_available()
-    except Exception:
-        return False
-    return True
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not _flink_ready(), reason="the Flink lanes cannot run here")
+@pytest.mark.usefixtures("flink_lanes")
 @pytest.mark.parametrize("interrupt", [False, True], ids=["success", "sigint"])
 def test_a_spark_run_with_a_flink_lane_leaves_nothing(interrupt: bool, tmp_path: Path) -> None:
     """Before: two untagged statebench-flink-* folders per run, even on success; after SIGINT

@@ -41,17 +41,7 @@ def test_a_ttl_sweep_value_gets_the_ttl_fields_check_before_any_work(
     assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
 
 
-def _flink_ready() -> bool:
-    try:
-        from backends.flink.lanes import check_available
-
-        check_available()
-    except Exception:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _flink_ready(), reason="the Flink lanes cannot run here")
+@pytest.mark.usefixtures("flink_lanes")
 @pytest.mark.parametrize("value", ["", "SEPARATE", "s3"])
 def test_a_bad_forst_setting_is_refused_when_the_run_is_planned(
         value: str, monkeypatch: pytest.MonkeyPatch) -> None:

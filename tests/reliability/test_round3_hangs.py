@@ -102,17 +102,7 @@ def test_a_long_job_prints_progress_before_it_ends_and_an_estimate_up_front() ->
     assert len(out.getvalue().splitlines()) == 2
 
 
-def _flink_ready() -> bool:
-    try:
-        from backends.flink.lanes import check_available
-
-        check_available()
-    except Exception:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _flink_ready(), reason="the Flink lanes cannot run here")
+@pytest.mark.usefixtures("flink_lanes")
 @pytest.mark.parametrize("name", ["sp ace", "h#sh", "p%20ct"])
 def test_forst_under_a_folder_it_would_quote_twice_is_refused_before_any_work(
         name: str, tmp_path: Path) -> None:

@@ -19,18 +19,7 @@ from workloads.run.plan import PlanError, RunConfig, operator_config, plan_scena
 from workloads.run.sweep import parse_sweep
 from workloads.spec import load_spec
 
-
-def _sql_job_ready() -> bool:
-    try:
-        from backends.flink.sql_job import ensure_sql_job_built
-
-        ensure_sql_job_built()
-    except Exception:
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(not _sql_job_ready(), reason="the Flink SQL job cannot run here")
+pytestmark = pytest.mark.usefixtures("flink_sql_job")
 
 
 def test_flink_sql_lists_a_spec_it_cannot_run_as_not_applicable_like_any_lane() -> None:

@@ -116,16 +116,6 @@ def test_a_fifo_named_metadata_does_not_block_latest_checkpoint(tmp_path: Path) 
     assert "not a regular file" in proc.stderr
 
 
-def _sql_job_ready() -> bool:
-    try:
-        from backends.flink.sql_job import ensure_sql_job_built
-
-        ensure_sql_job_built()
-    except Exception:
-        return False
-    return True
-
-
 def _sql_jvms(tmp: Path) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter():
@@ -139,7 +129,7 @@ def _sql_jvms(tmp: Path) -> list[psutil.Process]:
     return found
 
 
-@pytest.mark.skipif(not _sql_job_ready(), reason="the Flink SQL job cannot run here")
+@pytest.mark.usefixtures("flink_sql_job")
 def test_kill_9_during_a_flink_sql_job_leaves_no_jvm_and_folders_a_sweep_removes(
         tmp_path: Path) -> None:
     tmp = tmp_path / "tmp"
