@@ -1,9 +1,10 @@
 """Cleanup strategies as named, comparable things a run selects and reports on.
 
 Each strategy is one object that knows how to configure a StateTtlConfig builder in isolation
-(background defaults off, only its own mechanism on) and whether it applies to a backend kind.
-A strategy that cannot apply (incremental on RocksDB, the compaction filter on heap or on a clock
-that is not wall-clock driven) is reported as not applicable rather than silently run.
+(background defaults off, only its own mechanism on).
+A strategy that cannot apply to a lane (incremental on RocksDB, the compaction filter on heap or on
+a clock that is not wall-clock driven) is reported as not applicable rather than silently run;
+each lane says which (``workloads.lanes``).
 Text forms: "none", "full_snapshot", "incremental", "incremental(10, true)", "compaction_filter",
 "compaction_filter(1000)", "timer", "timer(100)".
 """
@@ -54,29 +55,6 @@ class CleanupStrategy:
             builder.cleanup_with_timers(*self.args)
         return builder
 
-    def not_applicable_reason(
-        self, backend_kind: str, wall_clock_driven: bool = True
-    ) -> str | None:
-        """None when the strategy runs on that backend and clock, else why it cannot."""
-        if backend_kind not in BACKEND_KINDS:
-            raise ValueError(
-                f"unknown backend kind '{backend_kind}'; expected one of {', '.join(BACKEND_KINDS)}"
-            )
-        if self.name == "incremental" and backend_kind == "rocksdb":
-            return (
-                "incremental cleanup needs an in-memory entry iterator; RocksDB has none "
-                "(Flink silently skips it there)"
-            )
-        if self.name == "compaction_filter":
-            if backend_kind == "heap":
-                return "the compaction filter runs inside RocksDB compactions; heap has none"
-            if not wall_clock_driven:
-                return (
-                    "RocksDB's TTL compaction reads the wall clock; it needs SystemClock or "
-                    "ScaledClock, not a manual or event-time clock"
-                )
-        return None
-
 
 def _fmt(arg: object) -> str:
     return str(arg).lower() if isinstance(arg, bool) else str(arg)
@@ -94,6 +72,19 @@ STRATEGY_DOCS: dict[str, str] = {
         "compactions (wall clock, 1 s granularity)"
     ),
     "timer": "an expiry-ordered index removes entries as soon as the clock passes their expiry",
+    "spark_watermark": (
+        "spark-sql only: Spark's built-in stateful operators evict state by watermark (the "
+        "spec's out-of-orderness as the delay; a join's time bound, a window's end), no TTL"
+    ),
+    "spark_no_ttl": "spark-tws only: Spark state without TTL, kept forever",
+    "spark_ttl": (
+        "spark-tws only: Spark's ttlDurationMs on every state variable: reads hide expired "
+        "units, a sweep at the end of every micro-batch deletes them"
+    ),
+    "spark_timer": (
+        "spark-tws only: a processing-time timer per key, re-registered when a batch writes the "
+        "key, clears the key's state when it fires (what Spark users wrote before TTL)"
+    ),
 }
 
 
@@ -169,6 +160,10 @@ _ARG_PARSERS: dict[str, Callable[[list[str]], tuple]] = {
     "incremental": _args_incremental,
     "compaction_filter": _args_compaction,
     "timer": _args_timer,
+    "spark_watermark": _args_none("spark_watermark"),
+    "spark_no_ttl": _args_none("spark_no_ttl"),
+    "spark_ttl": _args_none("spark_ttl"),
+    "spark_timer": _args_none("spark_timer"),
 }
 STRATEGY_NAMES = tuple(_ARG_PARSERS)
 _TEXT = re.compile(r"^\s*([a-z_]+)\s*(?:\((.*)\))?\s*$")

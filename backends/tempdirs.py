@@ -20,7 +20,7 @@ On a filesystem without ``flock`` a folder of another namespace is never swept (
 The tag is in the name and the lock on the folder itself, rather than a marker file inside it,
 because these folders are RocksDB database and checkpoint folders, whose contents belong to
 their writers. The module lives in ``backends`` because the Flink worker's own folder needs it
-too (``workloads`` re-exports it as ``workloads.run.tempdirs``).
+too (``workloads`` re-exports it as ``workloads.run.run_tempdirs``).
 """
 
 from __future__ import annotations

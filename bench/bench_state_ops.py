@@ -8,6 +8,7 @@ show both lines and their ratio is visible per commit.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from .fixtures import VARIANTS, Pools, make_state_fixture
@@ -26,17 +27,20 @@ def _pools() -> Pools:
 
 def _state(kind: str, variant: str) -> Any:
     """Pre-filled fixtures are built once per process and reused across parameters: the
-    benchmarks mutate them as flink-benchmarks' do, which is what a long-running state sees."""
+    benchmarks mutate them as flink-benchmarks' do, which is what a long-running state sees.
+    A RocksDB fixture's folder goes in the working directory, a temporary one asv makes for
+    each benchmark and removes after it: under asv's forkserver (asv.conf.json) a benchmark's
+    process ends with os._exit, where no finalizer runs to remove a folder of its own."""
     key = ("state", kind, variant)
     if key not in _CACHE:
-        _CACHE[key] = make_state_fixture(kind, variant, _pools())
+        _CACHE[key] = make_state_fixture(kind, variant, _pools(), root=os.getcwd())
     return _CACHE[key]
 
 
 def _raw(kind: str) -> Any:
     key = ("raw", kind)
     if key not in _CACHE:
-        _CACHE[key] = RAW_FIXTURES[kind](_pools())
+        _CACHE[key] = RAW_FIXTURES[kind](_pools(), root=os.getcwd())
     return _CACHE[key]
 
 

@@ -111,11 +111,14 @@ class StateFixture:
             self.tmp.cleanup()
 
 
-def make_state_fixture(kind: str, variant: str, pools: Pools) -> StateFixture:
+def make_state_fixture(kind: str, variant: str, pools: Pools,
+                       root: str | None = None) -> StateFixture:
     """A backend of `kind` with every setup key holding a value, a 1-element list, a 10-entry
-    map and a reducing value (flink-benchmarks' setup)."""
+    map and a reducing value (flink-benchmarks' setup). RocksDB's folder is made under `root`
+    (the system's temporary folder unless given)."""
     clock = B.ManualClock(1_000_000)
-    tmp = tempfile.TemporaryDirectory(prefix="statebench-bench-") if kind == "rocksdb" else None
+    tmp = (tempfile.TemporaryDirectory(prefix="statebench-bench-", dir=root)
+           if kind == "rocksdb" else None)
     options = {"path": tmp.name} if tmp is not None else {}
     backend = B.create_backend(kind, clock=clock, **options)
     fx = StateFixture(kind, variant, backend, clock, tmp=tmp)

@@ -13,17 +13,18 @@ asv (``bench/bench_flink.py``, the full protocol) and the command line (``python
   is calibrated so that one value takes at least ``py_min_value_s`` (pyperf: 100 ms), then
   ``py_warmup`` rounds are dropped and ``py_values`` kept. Reads run before writes. A fresh
   process per state kind, as a fresh JVM per Flink op: in a worker that had run the other
-  kinds' ops first, the same value get measured 3.7 M in one process and 8.6 M in the next,
-  because what a process allocated and freed before decides where its state's objects lie.
+  kinds' ops first, the same value get moved by more than 2x from one process to the next,
+  because what a process allocated and freed before decides where its state's objects lie
+  (docs/measurements.md, "Per-op protocol").
 * **The TTL modes.** What TTL costs is a ratio of two modes' rates (off, on, and on without
   background cleanup). A statebench worker holds the op's state once per mode in one backend,
   and every round measures each mode once, in an order rotated each round, so a worker's ratio
   of mean rates cancels what the machine and the round's position did. A Flink fork holds one
   state (see `flink_forks`: HotSpot compiles a shared loop for the mix of states it has seen);
   the i-th forks of an op's three modes are alive together and take turns, one measured
-  iteration each per round in a rotated order, so they make a pair as a worker's modes do.
-  Measured in separate processes minutes apart, the same ratios moved by up to 107% between
-  three quiet runs; in forks run back to back, seconds apart, by up to 128%.
+  iteration each per round in a rotated order, so they make a pair as a worker's modes do
+  (separate processes minutes apart moved the same ratios by up to 2x: docs/measurements.md,
+  "Per-op protocol").
 * Both sides run the same ops over the same 100 k keys (performance-anchors.md); on RocksDB every
   op starts on a flushed, compacted DB (reads from SST files, as after a compaction in
   performance-anchors.md; no background compaction left running into the measured values, whose
@@ -192,8 +193,8 @@ def flink_forks(kind: str, op: str, protocol: Protocol, n: int = 0,
     * One state per JVM, not the three modes side by side in one: HotSpot compiles a call site
       for the receiver types its profile has seen, so a fork that measured the plain state and
       the TTL states through one loop compiled code for both, in whichever order its rounds
-      reached the compiler. Flink's heap value update with TTL off measured 7.4-17.5 M ops/s in
-      such forks and 21-22 M in forks of its own. (Python's interpreter shows no such effect:
+      reached the compiler, and ran slower and less steadily than in forks of its own
+      (docs/measurements.md, "Per-op protocol"). (Python's interpreter shows no such effect:
       statebench's workers keep the modes side by side.) For the same reason the JVMs are fresh
       per op: in one JVM the code compiled for an op depends on the ops measured before it.
     * Interleaved, not one JVM after the other: forks run back to back, seconds apart, measured
@@ -466,8 +467,8 @@ def machine_probe(keys: list[int], protocol: Protocol) -> list[float]:
     (no statebench code), `py_values` values of at least `py_min_value_s`, taken first thing in
     a fresh worker: how fast this machine ran Python's dict work at the time, so that a median's
     move between runs can be set beside the machine's own. (Taken again at the end of a worker
-    that had filled and dropped its states, the same loop ran 1.3-2.4x slower: the new dict's
-    tuples land in the freed, scattered memory.)"""
+    that had filled and dropped its states, the same loop ran slower: the new dict's tuples
+    land in the freed, scattered memory; docs/measurements.md, "Per-op protocol".)"""
     chunks = _chunks(keys)
     d = dict.fromkeys(keys, (0, NOW))
 

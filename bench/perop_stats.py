@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workloads.results.band import geometric_mean, log_interval, log_ratio_interval, verdict
+from workloads.results.band import band_agreement, geometric_mean, log_interval, log_ratio_interval
 
 #: Confidence of every interval here.
 CONFIDENCE = 0.95
@@ -163,7 +163,7 @@ def ratio_of_processes(num_on: Groups, num_off: Groups, den_on: Groups, den_off:
     (``band.log_ratio_interval``)."""
     num, den = process_ratios(num_on, num_off), process_ratios(den_on, den_off)
     lo, hi = log_ratio_interval(num, den, CONFIDENCE)
-    return Ratio(geometric_mean(num) / geometric_mean(den), lo, hi, verdict(lo, hi, band))
+    return Ratio(geometric_mean(num) / geometric_mean(den), lo, hi, band_agreement(lo, hi, band))
 
 
 def relative_move(values: Sequence[float]) -> float:

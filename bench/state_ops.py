@@ -135,7 +135,8 @@ class RawHeap:
     reducing: dict
 
     @classmethod
-    def make(cls, p: Pools) -> RawHeap:
+    def make(cls, p: Pools, root: str | None = None) -> RawHeap:
+        """The dicts over `p`'s setup keys (`root` is RawRocks.make's folder: none here)."""
         entries = {mk: (0.5, TS) for mk in range(MAP_KEY_COUNT)}
         return cls(
             {k: (k, TS) for k in p.setup_keys},
@@ -240,8 +241,8 @@ class RawRocks:
     tmp: Any
 
     @classmethod
-    def make(cls, p: Pools) -> RawRocks:
-        tmp = tempfile.TemporaryDirectory(prefix="statebench-rawrocks-")
+    def make(cls, p: Pools, root: str | None = None) -> RawRocks:
+        tmp = tempfile.TemporaryDirectory(prefix="statebench-rawrocks-", dir=root)
         opts = rocksdict.Options(raw_mode=True)
         db = rocksdict.Rdict(tmp.name + "/db", opts)
         wo = rocksdict.WriteOptions()

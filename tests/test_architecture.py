@@ -17,6 +17,7 @@ Each rule is also run on a small bad example, so the checks are shown to be able
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -347,3 +348,106 @@ def test_private_import_check_can_fail(tmp_path: Path) -> None:
               "def f():\n    from backends.types import _SECRET\n")
     assert private_imports(bad, source) == [
         "bad.py:1 workloads.cli.options._positive", "bad.py:5 backends.types._SECRET"]
+
+
+# --------------------------------------------------------------------------- lane decisions
+#: What decides whether a lane can run a scenario: the lane interface's questions and the lane
+#: modules' rules behind them (``workloads/lanes``).
+LANE_DECISIONS = frozenset({"spec_reason", "strategy_reason", "cleanup_reason",
+                            "operator_reason", "ttl_reason", "spec_problem",
+                            "operator_kind_reason"})
+#: The one module outside ``workloads/lanes`` that asks the lanes: the planner.
+LANE_ASKERS = frozenset({"workloads/run/plan.py"})
+#: The names of the five places that used to decide it, each on its own.
+RETIRED_DECISIONS = frozenset({"not_applicable_reason", "lane_reason", "is_lane", "is_sql_lane",
+                               "operator_lane_reason", "_check_lane_bounds", "_check_sql_lanes"})
+
+
+def lane_decisions_outside(path: Path, relative: str, source: str | None = None) -> list[str]:
+    """`file:line name` for each use of a lane decision in a module that is neither a lane's
+    nor the planner, and for each definition of a retired decision point anywhere."""
+    tree = ast.parse(path.read_text() if source is None else source, str(path))
+    in_lanes = relative.startswith("workloads/lanes/")
+    out = []
+    for node in ast.walk(tree):
+        name = None
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and (
+                node.name in RETIRED_DECISIONS):
+            out.append(f"{relative}:{node.lineno} def {node.name}")
+            continue
+        if isinstance(node, ast.Attribute):
+            name = node.attr
+        elif isinstance(node, ast.Name):
+            name = node.id
+        elif isinstance(node, ast.alias):
+            name = node.name
+        if name in LANE_DECISIONS and not in_lanes and relative not in LANE_ASKERS:
+            out.append(f"{relative}:{getattr(node, 'lineno', 0)} {name}")
+    return sorted(out, key=lambda problem: int(problem.split(":")[1].split()[0]))
+
+
+def test_only_the_lanes_decide_what_a_lane_runs() -> None:
+    """Issue 30: whether a lane runs a scenario was decided in five places; now each lane
+    decides in its own module and only the planner asks."""
+    problems = []
+    seen_lanes = 0
+    for package in ("backends", "workloads", "bench"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            seen_lanes += relative.startswith("workloads/lanes/")
+            problems += lane_decisions_outside(path, relative)
+    assert seen_lanes >= 4  # the walk found the lanes' room
+    assert not problems, "lane decisions outside workloads/lanes: " + ", ".join(problems)
+
+
+def test_lane_decision_check_can_fail(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    source = ("from workloads.lanes.flink import cleanup_reason\n"
+              "def run(lane, cfg):\n    return lane.strategy_reason(cfg, 'none')\n"
+              "def is_sql_lane(name):\n    return name == 'flink-sql'\n")
+    assert lane_decisions_outside(bad, "workloads/run/x.py", source) == [
+        "workloads/run/x.py:1 cleanup_reason", "workloads/run/x.py:3 strategy_reason",
+        "workloads/run/x.py:4 def is_sql_lane"]
+    assert lane_decisions_outside(bad, "workloads/lanes/x.py", source) == [
+        "workloads/lanes/x.py:4 def is_sql_lane"]
+    asks = source.split("def is_sql_lane")[0]
+    assert lane_decisions_outside(bad, "workloads/run/plan.py", asks) == []
+
+
+# --------------------------------------------------------------------------- references
+#: A path in the repository as the code and docs name one (``docs/ttl.md``, ``workloads/x.py``).
+_REPO_PATH = re.compile(r"(?<![\w/.])((?:docs|tests|bench|workloads|backends)/[\w./-]*\w"
+                        r"\.(?:py|md|json|toml|java|png|parquet))")
+
+
+def missing_references(root: Path, texts: dict[str, str]) -> list[str]:
+    """`file: path` for each repository path a text names that the repository does not have,
+    and each absolute path outside it (a reader cannot follow either)."""
+    out = []
+    for name, text in texts.items():
+        for match in _REPO_PATH.finditer(text):
+            path = match.group(1)
+            if not (root / path).exists():
+                out.append(f"{name}: {path}")
+        out += [f"{name}: {m.group(0)}" for m in re.finditer(r"/work/[\w./-]+", text)]
+    return out
+
+
+def test_every_file_the_code_and_docs_name_exists() -> None:
+    texts = {}
+    for path in sorted(ROOT.rglob("*")):
+        relative = path.relative_to(ROOT).as_posix()
+        if (path.suffix in (".py", ".md", ".toml", ".java") and path.is_file()
+                and not relative.startswith((".", "results/", "statebench.egg-info/"))
+                and relative != "tests/test_architecture.py"):  # its examples of what it refuses
+            texts[relative] = path.read_text(errors="replace")
+    assert len(texts) > 100 and "README.md" in texts
+    problems = missing_references(ROOT, texts)
+    assert not problems, "named but not in the repository: " + ", ".join(problems)
+
+
+def test_missing_reference_check_can_fail(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "ttl.md").write_text("")
+    texts = {"a.py": "see docs/ttl.md and docs/gone.md, or /work/notes/x.md"}
+    assert missing_references(tmp_path, texts) == ["a.py: docs/gone.md", "a.py: /work/notes/x.md"]

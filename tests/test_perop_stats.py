@@ -14,11 +14,11 @@ from bench.perop import SCHEMA, compare, document, format_document
 
 
 def test_verdict_is_decided_only_by_a_whole_interval() -> None:
-    assert st.verdict(0.7, 1.4, 1.5) == "agree"
-    assert st.verdict(0.5, 0.6, 1.5) == "disagree"
-    assert st.verdict(1.6, 2.0, 1.5) == "disagree"
-    assert st.verdict(1.2, 1.7, 1.5) == "undecided"  # straddles 1.5
-    assert st.verdict(0.6, 0.8, 1.5) == "undecided"  # straddles 1/1.5
+    assert st.band_agreement(0.7, 1.4, 1.5) == "agree"
+    assert st.band_agreement(0.5, 0.6, 1.5) == "disagree"
+    assert st.band_agreement(1.6, 2.0, 1.5) == "disagree"
+    assert st.band_agreement(1.2, 1.7, 1.5) == "undecided"  # straddles 1.5
+    assert st.band_agreement(0.6, 0.8, 1.5) == "undecided"  # straddles 1/1.5
 
 
 def test_unstable_follows_pyperf_rules() -> None:

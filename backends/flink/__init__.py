@@ -81,7 +81,7 @@ Workload-event family (0x40-0x4F, statebench.flink.Events; layouts in backends.f
   0x43 EV_STATS | 0x44 EV_RESTORE | 0x45 EV_WAIT | 0x46 EV_CHECKPOINT (a checkpoint barrier in
   Flink's model: sync phase on the task thread, Flink's RunnableFuture on the backend's
   checkpoint thread while the loop goes on). The workload runner's lanes `flink-heap` /
-  `flink-rocksdb` (workloads/run/flink_lane.py, backends.flink.lanes) drive it. SNAPSHOT stays
+  `flink-rocksdb` (workloads/lanes/flink_task.py, backends.flink.lanes) drive it. SNAPSHOT stays
   synchronous (both phases on the calling thread), after any EV_CHECKPOINT in flight completed.
 Opcodes 0x50-0xFF are free for further families: the Java side registers a CommandFamily for
 an opcode range (Worker.register).

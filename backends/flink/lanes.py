@@ -1,7 +1,8 @@
-"""The Flink reference lanes of a workload run: their backend names, which cleanup strategies
-apply to them (with Flink's reasons when not), and the up-front availability check.
+"""Facts about the Flink reference lanes: their backend names, Flink's reasons why a cleanup
+strategy does not apply to one, the settings they read and the up-front availability check
+(``workloads.lanes.flink`` decides with them what a lane runs).
 
-Why here and not in the planner: these are facts about Flink (its heap backend has no
+Why apart from the lanes: these are facts about Flink (its heap backend has no
 compactions, its RocksDB and ForSt backends silently skip incremental cleanup, ForSt refuses
 canonical savepoints, it never built timer cleanup), and the planner only needs the names and
 the reasons. Nothing here starts a JVM.
@@ -20,8 +21,6 @@ import os
 import re
 
 from backends.flink.build import ensure_worker_built
-from backends.flink.register import TIMER_REASON
-from backends.strategies import parse_strategy
 
 #: Lane backend name -> Flink backend kind of its worker.
 LANE_KINDS: dict[str, str] = {"flink-heap": "heap", "flink-rocksdb": "rocksdb",
@@ -53,51 +52,13 @@ FULL_SNAPSHOT_ON_FORST_REASON = (
 )
 
 
-def is_lane(backend: str) -> bool:
-    return backend in LANE_KINDS
-
-
-def not_applicable_reason(lane: str, strategy: str) -> str | None:
-    """None when ``strategy`` runs on Flink lane ``lane``, else Flink's reason why not.
-
-    Unlike statebench's RocksDB, Flink's compaction filter reads the lane's TtlTimeProvider, so
-    it runs under event time and simulated processing time too."""
-    if lane not in LANE_KINDS:
-        raise ValueError(f"unknown Flink lane '{lane}'; expected one of {', '.join(LANE_KINDS)}")
-    name = parse_strategy(strategy).name
-    kind = LANE_KINDS[lane]
-    if name == "timer":
-        return TIMER_REASON
-    if name == "compaction_filter" and kind == "heap":
-        return COMPACTION_ON_HEAP_REASON
-    if name == "incremental" and kind == "rocksdb":
-        return INCREMENTAL_ON_ROCKSDB_REASON
-    if name == "incremental" and kind == "forst":
-        return INCREMENTAL_ON_FORST_REASON
-    if name == "full_snapshot" and kind == "forst":
-        return FULL_SNAPSHOT_ON_FORST_REASON
-    if name in ("incremental", "full_snapshot") and kind == "forst-async":
-        return V2_TTL_REASON
-    return None
-
-
 V2_READ_AND_WRITE_REASON = (
     "State V2 refuses TTL with update type OnReadAndWrite ('OnReadAndWrite update type is not "
     "supported in state V2', Flink's V2 TtlStateFactory)"
 )
 
 
-def ttl_reason(lane: str, update_type: str | None) -> str | None:
-    """Why lane ``lane`` cannot run a spec's TTL of ``update_type`` under any strategy (None:
-    it can, or the spec has no TTL): State V2 has no OnReadAndWrite."""
-    if lane not in LANE_KINDS:
-        raise ValueError(f"unknown Flink lane '{lane}'; expected one of {', '.join(LANE_KINDS)}")
-    if LANE_KINDS[lane] == "forst-async" and update_type == "OnReadAndWrite":
-        return V2_READ_AND_WRITE_REASON
-    return None
-
-
-#: Where flink-forst keeps its primary folder (``workloads.run.flink_lane`` says what each
+#: Where flink-forst keeps its primary folder (``workloads.lanes.flink_task`` says what each
 #: place means): "separate" (default) or "checkpoint".
 FORST_PRIMARY_ENV = "STATEBENCH_FORST_PRIMARY"
 FORST_PRIMARY_CHOICES = ("separate", "checkpoint")

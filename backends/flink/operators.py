@@ -166,17 +166,3 @@ def output_digest(records: Iterable[tuple[Any, ...]]) -> tuple[int, int]:
         count += 1
         total = (total + output_hash(record)) & _MASK
     return count, total
-
-
-#: The Flink lanes that run operator kinds (flink-forst does not: module ``lane_reason``).
-OPERATOR_LANES = ("flink-heap", "flink-rocksdb")
-
-
-def lane_reason(lane: str, kind: str) -> str | None:
-    """Why Flink lane ``lane`` cannot run an ``[operator]`` spec of ``kind`` (None: it can)."""
-    if lane not in OPERATOR_LANES:
-        return (f"backend '{lane}': operator kinds run on {' and '.join(OPERATOR_LANES)} only "
-                f"([operator] kind = '{kind}'): ForSt's backends (flink-forst, flink-forst-async)"
-                " are not wired to the operator family; run it on flink-rocksdb")
-    reason = unsupported_reason(kind)
-    return None if reason is None else f"backend '{lane}': {reason} ([operator] kind = '{kind}')"

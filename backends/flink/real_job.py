@@ -7,7 +7,8 @@ of it on a local MiniCluster: a sequence source reads the events file this modul
 key, a KeyedProcessFunction replays each op on the same states with the same StateTtlConfig as
 the lanes (its TTL clock at each record's timestamp, as the lanes'), Flink's own periodic
 checkpoints (on the wall clock) into a real folder, a discarding sink. This module only knows
-events and Flink's settings; turning a workload spec into them is ``workloads.run.real_job``.
+events and Flink's settings; turning a workload spec into them is
+``workloads.run.checkpoint_model_check``.
 
 The events file (never pickle): the 8 ASCII bytes ``SBEVENTS``, then little-endian i64 count,
 i32 record size (33), i32 version (1), then one packed little-endian record per event:

@@ -81,8 +81,9 @@ def write_file(
     """Write `segments` ([(key group, rows), ...], batch) as an Arrow IPC file at `loc`.
 
     The file is assembled in memory (it is compressed: a state's snapshot size) and written with
-    one call: measured, that is ~2x faster than letting the IPC writer issue its many small
-    writes to the file, and it gives every segment's bytes for its checksum for free."""
+    one call: faster than letting the IPC writer issue its many small writes to the file
+    (docs/measurements.md, "Snapshot files"), and it gives every segment's bytes for its
+    checksum for free."""
     sink = pa.BufferOutputStream()
     writer = ipc.new_file(sink, schema, options=IPC_OPTIONS)
     bounds: list[tuple[int, int, list[tuple[int, int]]]] = []

@@ -3,8 +3,8 @@
 Flink's heap state table is split by key group; here a state is one flat dict `key -> container`
 and a key's group is computed (and cached by the backend) only when a snapshot, a restore or a
 rescale needs it. A per-key-group dict costs a second random dict lookup on every access (the
-key's group), which measured 0.27x of a raw dict loop against 0.5x+ for the flat dict
-(docs/performance.md, "Design choices"). With no current key the backend's current key is
+key's group), which halves the hot loop's speed against the flat dict (docs/performance.md,
+"Design choices"). With no current key the backend's current key is
 NO_KEY, whose hash raises NoCurrentKeyError, so the hot path needs no "is a key set?" branch.
 
 Snapshots (copy-on-write, as Flink's CopyOnWriteStateMap): `freeze()` is a snapshot's
@@ -228,8 +228,8 @@ class HeapRawValue(_HeapRaw):
         """`write(v)`: store the unit `(check(v), stamp())` for the current key, or clear it when
         v is None. The one place storage writes a stamped unit itself, for speed: it is the whole
         of a heap TTL value update in one call, where the TTL layer's own closure over `update`
-        costs one more call: the heap ttl_nobg value_update loop of bench/state_ops.py ran
-        1.07-1.10x slower with that closure (medians of 11 interleaved rounds, two runs). For
+        costs one more call on the hottest loop (docs/measurements.md, "The heap's stamped
+        write"). For
         integer types an in-range int is checked inline, saving the call to `check` as well.
         Storage still knows nothing of expiry: `stamp` is whatever the caller stamps with; the
         unit is `units.stamped`, inlined (backends/ttl/inline.py)."""

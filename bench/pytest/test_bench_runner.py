@@ -4,7 +4,8 @@ scales with the key space, and statebench against Spark's own transformWithState
 Every test records its measured numbers, the ratio and the target in ``extra_info`` (so
 ``--benchmark-json`` keeps them); none asserts an absolute time or a target, because the
 numbers depend on the machine and on whatever else shares its two cores. Throughputs are the
-runs' own ``records_per_s`` metric (busy time after the warm-up; see workloads/operator.py),
+runs' own ``records_per_s`` metric (busy time after the warm-up; see
+workloads/run/keyed_operator.py),
 taken from repetitions >= 1, which take no state samples and no checkpoints.
 
 (a) statebench inside Spark executors vs in-process, records/s per core (heap, value state,

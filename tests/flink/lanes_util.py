@@ -12,8 +12,8 @@ from typing import Any
 from backends.flink import FlinkUnavailableError
 from backends.flink.build import ensure_worker_built
 from tests.flink.conftest import fail_or_skip
-from workloads.run.flink_lane import WARMUP_ENV, close_idle_workers
-from workloads.run.flink_operator_lane import close_idle_operator_workers
+from workloads.lanes.flink_operator_task import close_idle_operator_workers
+from workloads.lanes.flink_task import WARMUP_ENV, close_idle_workers
 
 #: The lanes' JIT warm-up in tests, which measure no speed (Spark's Python workers inherit it)
 TEST_WARMUP_EVENTS = "4000"

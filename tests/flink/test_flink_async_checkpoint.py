@@ -18,8 +18,8 @@ from backends.flink import FlinkWorker, events
 from backends.flink.build import ensure_worker_built
 from tests.flink.conftest import start_worker
 from tests.runner.conftest import small_spec
+from workloads.lanes.flink_task import close_idle_workers
 from workloads.run.engines.inprocess import run_in_process
-from workloads.run.flink_lane import close_idle_workers
 from workloads.run.plan import RunConfig
 
 #: value state, TTL 1 s, OnCreateAndWrite, NeverReturnExpired, no background cleanup but the

@@ -28,6 +28,7 @@ from tests.flink.conftest import start_worker
 from tests.flink.lanes_util import lane_session
 from tests.operators.test_runs import FLINK_APPLIES_TTL
 from tests.runner.conftest import spark_session
+from workloads.lanes.flink import operator_reason
 from workloads.nexmark import AUCTION, BID
 from workloads.operators import OPERATOR_CLASSES, make_operator
 from workloads.operators.results import replay
@@ -281,9 +282,9 @@ def test_the_operator_lanes_run_inside_spark_executors(tmp_path: Path) -> None:
 def test_every_kind_runs_on_flink_heap_and_rocksdb_and_forst_is_refused() -> None:
     for kind in OPERATOR_CLASSES:
         for lane in ("flink-heap", "flink-rocksdb"):
-            assert wire_ops.lane_reason(lane, kind) is None
-        assert "flink-forst" in str(wire_ops.lane_reason("flink-forst", kind))
-    assert "'nope'" in str(wire_ops.lane_reason("flink-heap", "nope"))
+            assert operator_reason(lane, kind) is None
+        assert "flink-forst" in str(operator_reason("flink-forst", kind))
+    assert "'nope'" in str(operator_reason("flink-heap", "nope"))
     with pytest.raises(ValueError, match="'nope'"):
         wire_ops.encode_open(wire_ops.OperatorOpen(
             "nope", (0,) * 7, 0, 1.0, 0, 0, False, 0, 1, 1, "max", False))

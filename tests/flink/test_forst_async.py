@@ -28,14 +28,14 @@ from backends.flink import TIMER_REASON, FlinkCommandError, FlinkWorker
 from backends.flink.lanes import (
     V2_READ_AND_WRITE_REASON,
     V2_TTL_REASON,
-    not_applicable_reason,
-    ttl_reason,
 )
 from tests.flink.conftest import start_worker
 from tests.flink.lanes_util import lane_session
 from tests.flink.oplang import Program, descriptors, generate, run_flink
 from tests.flink.test_flink_differential import LONG_KEYS, STRING_KEYS
 from tests.runner.conftest import small_spec, spark_session
+from workloads.lanes.flink import cleanup_reason as not_applicable_reason
+from workloads.lanes.flink import ttl_reason
 from workloads.run.engines.inprocess import run_in_process
 from workloads.run.plan import RunConfig
 

@@ -18,16 +18,16 @@ from backends.flink import TIMER_REASON, FlinkCommandError, FlinkWorker
 from backends.flink.lanes import (
     FULL_SNAPSHOT_ON_FORST_REASON,
     INCREMENTAL_ON_FORST_REASON,
-    not_applicable_reason,
 )
 from backends.flink.register import FORST_CONFIG_KEYS, ROCKSDB_CONFIG_KEYS, forst_configuration
 from tests.flink.lanes_util import lane_session, per_task
 from tests.runner.conftest import mixed_spec, small_spec, spark_session
-from workloads.run.engines.inprocess import run_in_process
-from workloads.run.flink_lane import (
+from workloads.lanes.flink import cleanup_reason as not_applicable_reason
+from workloads.lanes.flink_task import (
     FORST_PRIMARY_ENV,
     forst_primary,
 )
+from workloads.run.engines.inprocess import run_in_process
 from workloads.run.plan import RunConfig
 
 LANES = ("flink-rocksdb", "flink-forst")

@@ -27,15 +27,16 @@ from backends.flink.sql_job import (
     run_sql_jobs,
     write_events_csv,
 )
-from backends.flink.sql_lanes import not_applicable_reason, spec_problem
 from tests.flink.conftest import fail_or_skip
+from workloads.lanes.flink_sql import cleanup_reason as not_applicable_reason
+from workloads.lanes.flink_sql import spec_problem
+from workloads.lanes.flink_sql_job import REFERENCE_TTL_MS, changed_outputs, report_rows
 from workloads.nexmark import AUCTION, BID, NexmarkConfig, generate_nexmark
 from workloads.results.summaries import summaries
 from workloads.run.config import OperatorConfig
 from workloads.run.engines.inprocess import run_in_process
 from workloads.run.metrics import METRIC_SCHEMA, MetricRows
 from workloads.run.plan import PlanError, RunConfig
-from workloads.run.sql_lane import REFERENCE_TTL_MS, changed_outputs, report_rows
 from workloads.spec import load_spec
 
 EVENTS = 20_000
@@ -191,7 +192,7 @@ def _outputs(report: dict[str, Any]) -> Counter[str]:
 
 def test_retention_makes_group_agg_emit_unchanged_maxima(
         reports: dict[str, dict[str, Any]], events: tuple[Path, pa.Table]) -> None:
-    """Why the lane's TTL reference keeps a TTL nothing reaches (sql_lane.REFERENCE_TTL_MS)
+    """Why the lane's TTL reference keeps a TTL nothing reaches (flink_sql_job.REFERENCE_TTL_MS)
     instead of none: Flink's GroupAggFunction drops an update that leaves MAX unchanged only
     with retention off, so a reference without TTL counted those updates as changed results."""
     _, table = events

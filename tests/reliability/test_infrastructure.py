@@ -94,7 +94,7 @@ def test_a_port_that_is_no_master_fails_within_a_minute(silent_listener: int,
     import subprocess
     import sys
 
-    from workloads.run.engines.spark import REGISTRATION_TIMEOUT_S
+    from workloads.run.engines.spark_session import REGISTRATION_TIMEOUT_S
 
     master = f"spark://127.0.0.1:{silent_listener}"
     done = subprocess.run(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from workloads.run import tempdirs
+from workloads.run import run_tempdirs
 
 _HOLD = """
 import fcntl, os, sys, time
@@ -52,42 +52,42 @@ def test_a_held_lock_keeps_a_folder_whose_pid_looks_dead(tmp_path: Path) -> None
     (folder / "LOCK").write_text("rocksdb")
     holder = _holder(folder)
     try:
-        assert tempdirs.sweep([tmp_path]) == []
+        assert run_tempdirs.sweep([tmp_path]) == []
         assert (folder / "LOCK").is_file()
     finally:
         holder.kill()
         holder.wait()
-    assert tempdirs.sweep([tmp_path]) == [str(folder)]  # the lock went with its owner
+    assert run_tempdirs.sweep([tmp_path]) == [str(folder)]  # the lock went with its owner
 
 
 def test_another_namespace_unlocked_is_swept_only_after_the_grace(tmp_path: Path) -> None:
-    other_ns = tempdirs.pid_namespace() + 1
+    other_ns = run_tempdirs.pid_namespace() + 1
     folder = tmp_path / f"statebench-t0-pid1.{int(time.time())}.n{other_ns}_abc"
     folder.mkdir()
-    assert tempdirs.sweep([tmp_path]) == []  # could be between its mkdir and its flock
-    _age(folder, tempdirs.GRACE_S + 5)
-    assert tempdirs.sweep([tmp_path]) == [str(folder)]
+    assert run_tempdirs.sweep([tmp_path]) == []  # could be between its mkdir and its flock
+    _age(folder, run_tempdirs.GRACE_S + 5)
+    assert run_tempdirs.sweep([tmp_path]) == [str(folder)]
 
 
 def test_another_namespace_locked_is_kept_however_old(tmp_path: Path) -> None:
-    folder = tmp_path / f"statebench-t0-pid1.1.n{tempdirs.pid_namespace() + 1}_abc"
+    folder = tmp_path / f"statebench-t0-pid1.1.n{run_tempdirs.pid_namespace() + 1}_abc"
     folder.mkdir()
     _age(folder, 3600)
     holder = _holder(folder)
     try:
-        assert tempdirs.sweep([tmp_path]) == []
+        assert run_tempdirs.sweep([tmp_path]) == []
     finally:
         holder.kill()
         holder.wait()
 
 
 def test_our_own_folders_hold_their_lock(tmp_path: Path) -> None:
-    path = Path(tempdirs.make("statebench-t1-", dir=tmp_path))
+    path = Path(run_tempdirs.make("statebench-t1-", dir=tmp_path))
     code = ("import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); "
             "fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)")
     taken = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True)
     assert taken.returncode != 0 and b"BlockingIOError" in taken.stderr
-    tempdirs.remove(path)
+    run_tempdirs.remove(path)
     assert not path.exists()
 
 
@@ -103,8 +103,8 @@ def _unshare() -> list[str]:
 
 _OWNER = """
 import sys, time
-from workloads.run import tempdirs
-path = tempdirs.make("statebench-t7-", dir=sys.argv[1])
+from workloads.run import run_tempdirs
+path = run_tempdirs.make("statebench-t7-", dir=sys.argv[1])
 open(path + "/CURRENT", "w").write("MANIFEST-000001")
 print(path, flush=True)
 time.sleep(600)
@@ -123,13 +123,13 @@ def test_a_live_run_in_another_pid_namespace_keeps_its_folders(tmp_path: Path) -
         path = Path(owner.stdout.readline().strip())
         assert path.parent == tmp_path and path.name.startswith("statebench-t7-pid1.")
         _age(path, 3600)
-        assert tempdirs.sweep([tmp_path]) == []
+        assert run_tempdirs.sweep([tmp_path]) == []
         assert (path / "CURRENT").is_file()
     finally:
         owner.kill()  # unshare's child, PID 1 of its namespace, dies with it
         owner.wait()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not tempdirs.sweep([tmp_path]):
+    while time.monotonic() < deadline and not run_tempdirs.sweep([tmp_path]):
         time.sleep(0.1)
     assert not path.exists()
 
@@ -137,8 +137,8 @@ def test_a_live_run_in_another_pid_namespace_keeps_its_folders(tmp_path: Path) -
 def test_a_folder_a_late_writer_made_again_is_removed_again(tmp_path: Path) -> None:
     """A cancelled Spark task's makedirs recreates the checkpoint root after the driver removed
     it; the end of the command removes it again (its name is unique: nobody else's)."""
-    path = Path(tempdirs.make("statebench-checkpoints-", dir=tmp_path))
-    tempdirs.remove(path)
+    path = Path(run_tempdirs.make("statebench-checkpoints-", dir=tmp_path))
+    run_tempdirs.remove(path)
     (path / "run" / "task-00000").mkdir(parents=True)  # the late writer
-    assert tempdirs.retry_removals() == []
+    assert run_tempdirs.retry_removals() == []
     assert not path.exists()

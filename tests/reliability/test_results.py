@@ -17,7 +17,7 @@ import pytest
 from workloads import cli
 from workloads.report.load import RunFolderError, check_run_folder
 from workloads.results.store import RunExistsError, write_run_dir
-from workloads.run import tempdirs
+from workloads.run import run_tempdirs
 from workloads.run.metrics import METRIC_SCHEMA
 
 TINY = ("--in-process", "--events", "200", "--backend", "heap", "--strategy", "none",
@@ -97,22 +97,22 @@ def test_a_failed_write_leaves_nothing(tmp_path: Path) -> None:
     with pytest.raises((ValueError, pa.ArrowInvalid, KeyError)):
         write_run_dir("r2", bad_rows, {"run_id": "r2"}, tmp_path)
     assert list(tmp_path.iterdir()) == []
-    assert not [p for p in tempdirs.live() if str(tmp_path) in p]
+    assert not [p for p in run_tempdirs.live() if str(tmp_path) in p]
 
 
 def test_a_writer_killed_mid_write_leaves_only_a_hidden_partial_that_is_swept(
     tmp_path: Path,
 ) -> None:
     # a real process makes its partial folder (as write_run_dir does) and is killed -9
-    code = ("import sys, os, signal; from workloads.run import tempdirs; "
-            "p = tempdirs.make('.statebench-partial-r3-', dir=sys.argv[1]); "
+    code = ("import sys, os, signal; from workloads.run import run_tempdirs; "
+            "p = run_tempdirs.make('.statebench-partial-r3-', dir=sys.argv[1]); "
             "open(os.path.join(p, 'rows.parquet'), 'wb').write(b'PAR1'); "
             "os.kill(os.getpid(), signal.SIGKILL)")
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=False)
     assert done.returncode == -9
     (partial,) = list(tmp_path.iterdir())
     assert partial.name.startswith(".statebench-partial-r3-pid")
-    assert tempdirs.sweep([tmp_path]) == [str(partial)]
+    assert run_tempdirs.sweep([tmp_path]) == [str(partial)]
     assert list(tmp_path.iterdir()) == []
 
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from backends.flink.operators import lane_reason
 from tests.reliability.conftest import GENERATED, SPEC_HEAD, write_spec
 from workloads.cli.run import _fmt
+from workloads.lanes.flink import operator_reason as lane_reason
 from workloads.run.plan import PlanError, RunConfig
 from workloads.spec import load_spec
 

@@ -119,7 +119,7 @@ def test_forst_under_a_folder_it_would_quote_twice_is_refused_before_any_work(
 def test_a_flink_sql_scenario_whose_events_do_not_fit_is_refused_with_the_numbers() -> None:
     """The SQL lanes make and sort a scenario's events in memory before the job reads them,
     on any engine: refused up front (``statebench run`` calls this in its pre-flight)."""
-    from workloads.run.sql_lane import input_memory_problem
+    from workloads.lanes.flink_sql_job import input_memory_problem
 
     spec = load_spec("nexmark-q18-dedup")
     assert input_memory_problem(spec, 1 << 30) is None

@@ -39,8 +39,8 @@ def test_flink_sql_lists_a_spec_it_cannot_run_as_not_applicable_like_any_lane() 
 
 
 def test_a_ttl_sweep_runs_on_the_sql_lanes_at_each_ttl() -> None:
+    from workloads.lanes.flink_sql_job import sql_job_config
     from workloads.run.plan import DataFacts
-    from workloads.run.sql_lane import sql_job_config
 
     sweep = parse_sweep("ttl(ms=500,2000)")
     cfg = RunConfig(load_spec("nexmark-q20-join"), backends=("heap", "flink-sql",

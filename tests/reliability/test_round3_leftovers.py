@@ -23,9 +23,9 @@ import psutil
 import pytest
 
 from workloads.cli.lifecycle import command_scope
-from workloads.run import tempdirs
+from workloads.lanes.flink_sql_job import job_checkpoint_dir, local_checkpoint_root, prune_empty
+from workloads.run import run_tempdirs
 from workloads.run.config import OperatorConfig
-from workloads.run.sql_lane import job_checkpoint_dir, local_checkpoint_root, prune_empty
 
 
 def test_an_error_raised_while_sigterm_unwinds_leaves_as_sigterm() -> None:
@@ -35,7 +35,7 @@ def test_an_error_raised_while_sigterm_unwinds_leaves_as_sigterm() -> None:
     for sig in previous:
         signal.signal(sig, signal.SIG_DFL if sig == signal.SIGTERM else signal.default_int_handler)
     try:
-        assert tempdirs.install_signal_handlers()
+        assert run_tempdirs.install_signal_handlers()
         with pytest.raises(SystemExit) as exc, command_scope():
             try:
                 os.kill(os.getpid(), signal.SIGTERM)
@@ -155,7 +155,7 @@ def test_kill_9_during_a_flink_sql_job_leaves_no_jvm_and_folders_a_sweep_removes
         for jvm in left:
             jvm.kill()
         assert left == []
-        tempdirs.sweep([tmp])  # what the next start-up does
+        run_tempdirs.sweep([tmp])  # what the next start-up does
         assert sorted(p.name for p in tmp.iterdir() if "statebench" in p.name) == []
     finally:
         if proc.poll() is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from workloads.run import tempdirs
+from workloads.run import run_tempdirs
 
 _BOOT = "import sys; from workloads.cli import main; sys.exit(main())"
 
@@ -23,31 +23,31 @@ def _ours(folder: Path) -> list[str]:
 
 
 def test_folder_names_carry_their_owner(tmp_path: Path) -> None:
-    path = tempdirs.make("statebench-t3-", dir=tmp_path)
+    path = run_tempdirs.make("statebench-t3-", dir=tmp_path)
     start = int(psutil.Process().create_time())
     ns = os.stat("/proc/self/ns/pid").st_ino
     assert Path(path).name.startswith(f"statebench-t3-pid{os.getpid()}.{start}.n{ns}_")
-    assert path in tempdirs.live() and not tempdirs.stale(Path(path).name)
-    tempdirs.remove(path)
-    assert not Path(path).exists() and path not in tempdirs.live()
+    assert path in run_tempdirs.live() and not run_tempdirs.stale(Path(path).name)
+    run_tempdirs.remove(path)
+    assert not Path(path).exists() and path not in run_tempdirs.live()
 
 
 def test_prefix_must_be_ours(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="must start with 'statebench-'"):
-        tempdirs.make("other-", dir=tmp_path)
+        run_tempdirs.make("other-", dir=tmp_path)
 
 
 def test_removed_on_an_exception(tmp_path: Path) -> None:
     with (pytest.raises(RuntimeError, match="boom"),
-          tempdirs.temp_dir("statebench-checkpoints-", dir=tmp_path) as path):
+          run_tempdirs.temp_dir("statebench-checkpoints-", dir=tmp_path) as path):
         (Path(path) / "chk-1").mkdir()
         raise RuntimeError("boom")
     assert _ours(tmp_path) == []
 
 
 def test_removed_at_normal_exit_of_a_process(tmp_path: Path) -> None:
-    code = ("import sys; from workloads.run import tempdirs; "
-            "tempdirs.make('statebench-restore-', dir=sys.argv[1])")
+    code = ("import sys; from workloads.run import run_tempdirs; "
+            "run_tempdirs.make('statebench-restore-', dir=sys.argv[1])")
     subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)
     assert _ours(tmp_path) == []
 
@@ -62,7 +62,7 @@ def test_sweep_removes_dead_owners_and_reused_pids_only(tmp_path: Path) -> None:
     me = int(psutil.Process().create_time())
     dead = tmp_path / f"statebench-t0-pid{_dead_pid()}.{me}_abc"
     reused = tmp_path / f"statebench-restore-pid{os.getpid()}.{me - 3600}_abc"  # older owner
-    alive = Path(tempdirs.make("statebench-checkpoints-", dir=tmp_path))
+    alive = Path(run_tempdirs.make("statebench-checkpoints-", dir=tmp_path))
     foreign = tmp_path / "statebench-rocksdb-untagged"
     other = tmp_path / "something-pid1.1_x"
     for folder in (dead, reused, foreign, other):
@@ -70,10 +70,10 @@ def test_sweep_removes_dead_owners_and_reused_pids_only(tmp_path: Path) -> None:
         (folder / "data").write_text("x")
     link = tmp_path / f"statebench-t1-pid{_dead_pid()}.{me}_link"
     link.symlink_to(foreign)
-    removed = tempdirs.sweep([tmp_path])
+    removed = run_tempdirs.sweep([tmp_path])
     assert sorted(removed) == sorted([str(dead), str(reused)])
     assert alive.is_dir() and foreign.is_dir() and other.is_dir() and link.is_symlink()
-    tempdirs.remove(alive)
+    run_tempdirs.remove(alive)
 
 
 def test_a_run_sweeps_what_killed_runs_left(tmp_path: Path) -> None:

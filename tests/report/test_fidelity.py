@@ -374,7 +374,7 @@ def test_a_timed_verdict_needs_every_repetition(mine: tuple[float, ...],
 
     c = Comparison("w", "heap", "flink-heap", "full_snapshot", "records_per_s", "throughput",
                    "records/s", cost(mine), cost(theirs))
-    assert c.verdict == verdict and c.disagrees == (verdict == "disagree")
+    assert c.agreement == verdict and c.disagrees == (verdict == "disagree")
     lo, hi = c.factor_interval
     assert lo <= c.factor <= hi
     # the t interval on log-ratios (95%), not every pairing's range (about 90% with three)
@@ -384,7 +384,7 @@ def test_a_timed_verdict_needs_every_repetition(mine: tuple[float, ...],
                          "throughput", "records/s", Cost(c.mine.value, 1.0),
                          Cost(c.theirs.value, 1.0))
     assert medians.factor_interval is None
-    assert medians.verdict == ("disagree" if c.fold > DISAGREE else "agree")
+    assert medians.agreement == ("disagree" if c.fold > DISAGREE else "agree")
 
 
 def test_an_undecided_row_says_so_in_the_table_and_the_findings(
@@ -405,7 +405,7 @@ def test_an_undecided_row_says_so_in_the_table_and_the_findings(
     for w in run.workloads:
         (c,) = [c for c in comparisons(run, w) if (c.strategy, c.metric, c.ours)
                 == ("incremental", "records_per_s", "heap")]
-        assert c.verdict == "undecided"
+        assert c.agreement == "undecided"
         found = [s.text for s in fidelity_findings(run, w) if "undecided" in s.text]
         assert len(found) == 1 and found[0].startswith("On heap, incremental costs statebench")
     section = _fidelity_section(report_html(run))

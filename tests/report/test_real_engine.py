@@ -30,10 +30,10 @@ from workloads.report.real_engine import (
     REASONS,
     TTL_CHANGED,
     RealPair,
+    agreement,
     real_engine_front,
     real_engine_html,
     real_pairs,
-    verdict,
 )
 from workloads.report.real_engine_bands import bands_from_runs
 from workloads.report.real_engine_bands import main as bands_main
@@ -110,7 +110,7 @@ def test_section_shows_the_rows_numbers(real_run: Path) -> None:
     real_peak = max(_rows(real_run, "flink-sql", "estimated_entries").values())
     emu_peak = max(_rows(real_run, "flink-rocksdb", "live_entries").values())
     assert _values(entries) == [real_peak, emu_peak]
-    expected = verdict(real_peak / emu_peak, "regular_join", ENTRIES, "flink-sql",
+    expected = agreement(real_peak / emu_peak, "regular_join", ENTRIES, "flink-sql",
                        "flink-rocksdb", ttl=True)
     assert f'data-verdict="{expected.code}"><strong>agreement measure</strong>' in entries
 
@@ -118,7 +118,7 @@ def test_section_shows_the_rows_numbers(real_run: Path) -> None:
     real_ckpt = max(_rows(real_run, "flink-sql", "checkpoint_bytes").values())
     emu_ckpt = max(_rows(real_run, "flink-rocksdb", "checkpoint_bytes").values())
     assert _values(ckpt) == [real_ckpt, emu_ckpt]
-    expected = verdict(real_ckpt / emu_ckpt, "regular_join", CHECKPOINT, "flink-sql",
+    expected = agreement(real_ckpt / emu_ckpt, "regular_join", CHECKPOINT, "flink-sql",
                        "flink-rocksdb", ttl=True)
     assert f'data-verdict="{expected.code}">' in ckpt
 
@@ -211,9 +211,9 @@ def test_agree_within_the_bound(tmp_path: Path) -> None:
     assert p.primary == ENTRIES and p.emulated == "flink-rocksdb"
     m = p.measure(ENTRIES)
     assert (m.real.value, m.emulated.value) == (1100, 1000)  # the peaks, not the medians
-    assert m.verdict.code == "agree" and m.verdict.text == f"agree (within {AGREE:g}x)"
-    assert p.measure(CHECKPOINT).verdict.code == "agree"
-    assert p.measure(OUTPUTS).verdict.code == "agree"
+    assert m.agreement.code == "agree" and m.agreement.text == f"agree (within {AGREE:g}x)"
+    assert p.measure(CHECKPOINT).agreement.code == "agree"
+    assert p.measure(OUTPUTS).agreement.code == "agree"
     html = real_engine_html(load_run(tmp_path / "r"))
     assert "outputs <strong>agree (within 5%: equal)</strong>" in html
     assert real_engine_front(load_run(tmp_path / "r"), "w") is None  # nothing to raise
@@ -226,7 +226,7 @@ def test_window_entries_differ_by_construction_inside_the_band(tmp_path: Path,
     p = _pair(_synthetic(tmp_path / "r", "tumbling_window", {
         "flink-sql": _lane("estimated_entries", 500, 1000),
         "flink-rocksdb": _lane("live_entries", 1000, 1000)}))
-    v = p.measure(ENTRIES).verdict
+    v = p.measure(ENTRIES).agreement
     assert v.code == "construction"
     assert "subtracts each deletion twice" in v.text and "by 0.500\u00d7" in v.text
     assert "inside the band 0.450\u00d7\u20131.11\u00d7 over 3 real-job runs" in v.text
@@ -239,12 +239,12 @@ def test_a_ratio_outside_the_band_differs_even_with_a_known_cause(tmp_path: Path
     lanes = {"flink-sql": _lane("estimated_entries", 200, 1000),
              "flink-rocksdb": _lane("live_entries", 1000, 1000)}
     # no band measured: the cause alone does not make any size "by construction"
-    v = _pair(_synthetic(tmp_path / "none", "tumbling_window", lanes)).measure(ENTRIES).verdict
+    v = _pair(_synthetic(tmp_path / "none", "tumbling_window", lanes)).measure(ENTRIES).agreement
     assert v.code == "differ" and "no band measured" in v.text
     _bands(no_bands, ("tumbling_window", ENTRIES, "flink-sql", "flink-rocksdb", False,
                       0.45, 1.11, 3))
     p = _pair(_synthetic(tmp_path / "r", "tumbling_window", lanes))
-    v = p.measure(ENTRIES).verdict
+    v = p.measure(ENTRIES).agreement
     assert v.code == "differ" and "by 0.200\u00d7" in v.text
     assert "outside the band 0.450\u00d7\u20131.11\u00d7 over 3 real-job runs" in v.text
     assert "subtracts each deletion twice" in v.text  # the cause it is not accounted for by
@@ -252,14 +252,14 @@ def test_a_ratio_outside_the_band_differs_even_with_a_known_cause(tmp_path: Path
     _bands(no_bands, ("tumbling_window", ENTRIES, "flink-sql", "flink-rocksdb", False,
                       0.1, 1.11, 2))
     assert _pair(_synthetic(tmp_path / "two", "tumbling_window", lanes)).measure(
-        ENTRIES).verdict.code == "differ"
+        ENTRIES).agreement.code == "differ"
 
 
 def test_unexplained_gap_is_a_finding(tmp_path: Path) -> None:
     p = _pair(_synthetic(tmp_path / "r", "dedup", {
         "flink-sql": _lane("estimated_entries", 2000, 1000),
         "flink-rocksdb": _lane("live_entries", 1000, 1000)}))
-    v = p.measure(ENTRIES).verdict
+    v = p.measure(ENTRIES).agreement
     assert v.code == "differ" and "no known cause" in v.text and "by 2.00\u00d7" in v.text
     html = real_engine_html(load_run(tmp_path / "r"))
     assert '<li class="warn">' in html and 'data-verdict="differ"' in html
@@ -271,11 +271,11 @@ def test_ttl_cause_applies_only_with_a_ttl(tmp_path: Path, no_bands: Path) -> No
     lanes = {"flink-sql": _lane("estimated_entries", 2000, 1000),
              "flink-rocksdb": _lane("live_entries", 1000, 1000)}
     with_ttl = _pair(_synthetic(tmp_path / "ttl", "dedup", lanes, ttl_ms=300))
-    assert with_ttl.ttl and with_ttl.measure(ENTRIES).verdict.code == "construction"
-    assert "paced processing-time clock" in with_ttl.measure(ENTRIES).verdict.text
+    assert with_ttl.ttl and with_ttl.measure(ENTRIES).agreement.code == "construction"
+    assert "paced processing-time clock" in with_ttl.measure(ENTRIES).agreement.text
     # strategy none runs no TTL even where the spec has one
     none = _pair(_synthetic(tmp_path / "none", "dedup", lanes, ttl_ms=300, strategy="none"))
-    assert not none.ttl and none.measure(ENTRIES).verdict.code == "differ"
+    assert not none.ttl and none.measure(ENTRIES).agreement.code == "differ"
 
 
 def test_checkpoint_row_formats_and_arrow(tmp_path: Path, no_bands: Path) -> None:
@@ -283,19 +283,19 @@ def test_checkpoint_row_formats_and_arrow(tmp_path: Path, no_bands: Path) -> Non
     flink = _pair(_synthetic(tmp_path / "f", "dedup", {
         "flink-sql": _lane("estimated_entries", 1000, 1400),
         "flink-rocksdb": _lane("live_entries", 1000, 1000)}))
-    v = flink.measure(CHECKPOINT).verdict
+    v = flink.measure(CHECKPOINT).agreement
     assert v.code == "construction" and "BinaryRowData" in v.text
     # the same gap against statebench's rocksdb is its zstd Arrow snapshots, for any kind
     ours = _pair(_synthetic(tmp_path / "o", "regular_join", {
         "flink-sql": _lane("estimated_entries", 1000, 2000),
         "rocksdb": _lane("live_entries", 1000, 1000)}))
     assert ours.emulated == "rocksdb"
-    assert "zstd-compressed Arrow" in ours.measure(CHECKPOINT).verdict.text
+    assert "zstd-compressed Arrow" in ours.measure(CHECKPOINT).agreement.text
     # the join's checkpoint has no known cause against Flink's own RocksDB lane
     join = _pair(_synthetic(tmp_path / "j", "regular_join", {
         "flink-sql": _lane("estimated_entries", 1000, 2000),
         "flink-rocksdb": _lane("live_entries", 1000, 1000)}))
-    assert join.measure(CHECKPOINT).verdict.code == "differ"
+    assert join.measure(CHECKPOINT).agreement.code == "differ"
 
 
 def test_flink_lane_preferred_and_heap_job_has_no_entry_count(tmp_path: Path,
@@ -308,8 +308,8 @@ def test_flink_lane_preferred_and_heap_job_has_no_entry_count(tmp_path: Path,
         "flink-heap": _lane("live_entries", 1000, 1000)}))
     assert p.real == "flink-sql-heap" and p.emulated == "flink-heap"
     assert p.primary == CHECKPOINT and p.measure(ENTRIES).real is None
-    assert p.measure(ENTRIES).note == NO_ENTRY_COUNT and p.measure(ENTRIES).verdict is None
-    assert p.measure(CHECKPOINT).verdict.code == "construction"
+    assert p.measure(ENTRIES).note == NO_ENTRY_COUNT and p.measure(ENTRIES).agreement is None
+    assert p.measure(CHECKPOINT).agreement.code == "construction"
     html = real_engine_html(load_run(tmp_path / "r"))
     assert "none: Flink&#x27;s HashMap backend exposes no state-size metric" in html
 
@@ -324,7 +324,7 @@ def test_outputs_spread_over_repetitions(tmp_path: Path) -> None:
     html = real_engine_html(load_run(tmp_path / "r"))
     assert "98\u2013104 over 2 repetitions" in html
     # the real job's outputs are timing-dependent: 1% apart agrees
-    assert out.verdict.code == "agree" and "outputs <strong>agree (within 5%: 1 apart" in html
+    assert out.agreement.code == "agree" and "outputs <strong>agree (within 5%: 1 apart" in html
 
 
 def test_an_outputs_gap_differs_on_the_first_screen(tmp_path: Path) -> None:
@@ -333,13 +333,13 @@ def test_an_outputs_gap_differs_on_the_first_screen(tmp_path: Path) -> None:
         "flink-sql": _lane("estimated_entries", 1000, 1000, outputs=24_548),
         "flink-rocksdb": _lane("live_entries", 1000, 1000, outputs=19_008)})
     p = _pair(folder)
-    out = p.measure(OUTPUTS).verdict
+    out = p.measure(OUTPUTS).agreement
     assert out.code == "differ" and "5,540 apart (29.1%, beyond 5%)" in out.text
     # within 5% agrees: 19,958 is 5.0% above 19,008
     near = _pair(_synthetic(tmp_path / "near", "tumbling_window", {
         "flink-sql": _lane("estimated_entries", 1000, 1000, outputs=19_958),
         "flink-rocksdb": _lane("live_entries", 1000, 1000, outputs=19_008)}))
-    assert near.measure(OUTPUTS).verdict.code == "agree"
+    assert near.measure(OUTPUTS).agreement.code == "agree"
     line = real_engine_front(load_run(folder), "w")
     assert line is not None and line.severity == "warn"
     assert "The real engine and the emulation differ" in line.text and out.text in line.text
@@ -360,22 +360,22 @@ def test_a_ttl_changed_gap_differs_beyond_three_points_or_the_runs_spread(
             "flink-rocksdb": _lane("live_entries", 1000, 1000, changed=emulated)},
             ttl_ms=500))
 
-    gap = pair("gap", 0.0, 0.295).measure(TTL_CHANGED).verdict  # q7 before its fix
+    gap = pair("gap", 0.0, 0.295).measure(TTL_CHANGED).agreement  # q7 before its fix
     assert gap.code == "differ" and "29.5 percentage points apart (beyond 3 points)" in gap.text
     assert real_engine_front(load_run(tmp_path / "gap"), "w") is not None
-    assert pair("close", 0.181, 0.194).measure(TTL_CHANGED).verdict.code == "agree"  # q20's
-    assert pair("four", 0.10, 0.14).measure(TTL_CHANGED).verdict.code == "differ"
+    assert pair("close", 0.181, 0.194).measure(TTL_CHANGED).agreement.code == "agree"  # q20's
+    assert pair("four", 0.10, 0.14).measure(TTL_CHANGED).agreement.code == "differ"
     # repeated real-job runs that spread wider than 3 points widen the tolerance to it
     _bands(no_bands, ("tumbling_window", TTL_CHANGED, "flink-sql", "flink-rocksdb", True,
                       0.08, 0.13, 3))
-    v = pair("spread", 0.10, 0.14).measure(TTL_CHANGED).verdict
+    v = pair("spread", 0.10, 0.14).measure(TTL_CHANGED).agreement
     assert v.code == "agree" and "the spread of 3 real-job runs" in v.text
-    assert pair("beyond", 0.10, 0.16).measure(TTL_CHANGED).verdict.code == "differ"
+    assert pair("beyond", 0.10, 0.16).measure(TTL_CHANGED).agreement.code == "differ"
     # no TTL: no verdict on it
     none = _pair(_synthetic(tmp_path / "nottl", "tumbling_window", {
         "flink-sql": _lane("estimated_entries", 1000, 1000, changed=0.0),
         "flink-rocksdb": _lane("live_entries", 1000, 1000, changed=0.3)}))
-    assert none.measure(TTL_CHANGED).verdict is None
+    assert none.measure(TTL_CHANGED).agreement is None
 
 
 def test_bands_are_the_runs_min_and_max_and_need_three_runs(tmp_path: Path) -> None:
@@ -407,14 +407,14 @@ def test_a_differ_names_the_real_jobs_lag_where_flinks_ttl_applies(tmp_path: Pat
 
     join = _pair(_synthetic(tmp_path / "j", "regular_join", lanes(20_005, 0.431), ttl_ms=500))
     for name in (OUTPUTS, TTL_CHANGED):
-        v = join.measure(name).verdict
+        v = join.measure(name).agreement
         assert v.code == "differ" and "2.38 s behind its paced clock" in v.text, name
         assert "75% of records released late" in v.text
     window = _pair(_synthetic(tmp_path / "w", "tumbling_window", lanes(20_005, 0.431),
                               ttl_ms=500))
-    assert window.measure(OUTPUTS).verdict.code == "differ"
-    assert "paced clock" not in window.measure(OUTPUTS).verdict.text
+    assert window.measure(OUTPUTS).agreement.code == "differ"
+    assert "paced clock" not in window.measure(OUTPUTS).agreement.text
     agg = _pair(_synthetic(tmp_path / "a", "group_agg", lanes(28_367, 0.43), ttl_ms=500))
-    assert agg.measure(OUTPUTS).verdict.code == "agree"
+    assert agg.measure(OUTPUTS).agreement.code == "agree"
     assert "reference job runs without table.exec.state.ttl" in agg.measure(
-        TTL_CHANGED).verdict.text
+        TTL_CHANGED).agreement.text

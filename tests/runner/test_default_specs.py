@@ -8,8 +8,9 @@ import pytest
 
 from backends.flink import FlinkUnavailableError
 from tests.flink.conftest import fail_or_skip
+from workloads.lanes import LANES
 from workloads.run.compare import DEFAULT_OVERRIDES, DEFAULT_SPECS, default_specs
-from workloads.run.plan import PlanError, RunConfig, operator_lane_reason, plan_scenarios
+from workloads.run.plan import PlanError, RunConfig, plan_scenarios
 from workloads.spec import WorkloadSpec, load_spec
 
 
@@ -58,17 +59,17 @@ def test_operator_specs_run_on_flink_heap_and_rocksdb_and_not_on_forst() -> None
     # flink-forst is planned as not applicable, with its reason
     runnable, skipped = plan_scenarios(cfg)
     assert {s.backend for s in runnable} == set(backends) - {"flink-forst"}
-    assert operator_lane_reason(cfg, "flink-heap") is None
+    assert LANES["flink-heap"].spec_reason(cfg) is None
     flink = [n for n in skipped if n.backend == "flink-forst"]
     assert {n.strategy for n in flink} == set(spec.state.strategies)
     for n in flink:
-        assert n.reason == operator_lane_reason(cfg, n.backend)
+        assert n.reason == LANES[n.backend].spec_reason(cfg)
         assert "backend 'flink-forst'" in n.reason and "kind = 'dedup'" in n.reason
     # statebench's own not-applicable strategies keep their own reasons
     assert any(n.backend == "rocksdb" and "incremental" in n.strategy for n in skipped)
     # key-value traffic still runs on the Flink lanes
     kv = _config_with_flink_lanes(load_spec("ycsb-a"), ("heap", "flink-heap"))
-    assert operator_lane_reason(kv, "flink-heap") is None
+    assert LANES["flink-heap"].spec_reason(kv) is None
     assert any(s.backend == "flink-heap" for s in plan_scenarios(kv)[0])
 
 

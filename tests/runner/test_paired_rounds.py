@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from workloads.lanes.flink_task import close_idle_workers
 from workloads.run.compare import comparison_configs, run_comparison, write_comparison
-from workloads.run.flink_lane import close_idle_workers
 from workloads.run.runner import WARMUP_ROUND, round_order
 from workloads.spec import load_spec
 

@@ -5,6 +5,7 @@ and the CLI end to end."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,11 @@ import pytest
 from backends import parse_strategy
 from tests.runner.conftest import deterministic, mixed_spec, small_spec, spark_session, values
 from workloads import cli
+from workloads.lanes.statebench import cleanup_reason
 from workloads.report.render import render_report
 from workloads.run.engines.inprocess import run_in_process
 from workloads.run.engines.spark import keyed_events, partition_keys, run_spark, spark_hash_long
+from workloads.run.engines.spark_progress import completed_share, tracked
 from workloads.run.plan import RunConfig
 
 pytestmark = pytest.mark.spark
@@ -90,7 +93,7 @@ def test_cli_spark_run_writes_a_renderable_run(spark, tmp_path: Path, capsys) ->
     (run_dir,) = list(results.iterdir())
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["spark_master"] == MASTER and meta["config"]["in_process"] is False
-    reason = parse_strategy("incremental(5, false)").not_applicable_reason("rocksdb", False)
+    reason = cleanup_reason("rocksdb", parse_strategy("incremental(5, false)"), False)
     assert reason and "incremental" in reason  # the strategy's own words, not an empty string
     assert meta["not_applicable"] == [{
         "backend": "rocksdb", "strategy": "incremental(5, false)", "reason": reason}]
@@ -108,3 +111,44 @@ def test_the_driver_listens_on_loopback_only(spark) -> None:
     listening = {c.laddr.ip for p in [jvm, *jvm.children(recursive=True)]
                  for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN}
     assert listening and listening <= {"127.0.0.1", "::ffff:127.0.0.1"}, listening
+
+
+# --- progress inside a job (issue 31): the status tracker's completed tasks as records read --
+def _slow_partitions(seconds: float) -> Any:
+    def slow(rows: Iterator[Any]) -> Iterator[int]:
+        time.sleep(seconds)
+        yield sum(1 for _ in rows)
+    return slow
+
+
+def test_a_running_job_reports_its_completed_share_as_records(spark: Any) -> None:
+    context = spark.sparkContext
+    reports: list[tuple[int, int]] = []
+    records = 8_000
+    rdd = context.parallelize(range(records), 8).mapPartitions(_slow_partitions(0.6))
+    with tracked(context, records, lambda done, of: reports.append((done, of))):
+        counted = sum(rdd.collect())
+    assert counted == records
+    assert reports, "no progress while an 8-task job of ~2.4 s ran"
+    dones = [done for done, _ in reports]
+    assert all(of == records for _, of in reports)
+    assert dones == sorted(dones) and dones[0] >= 0 and dones[-1] <= records
+    assert any(0 < done < records for done in dones)  # seen mid-job, not only at its end
+
+
+def test_the_share_is_read_per_job_group(spark: Any) -> None:
+    context = spark.sparkContext
+    tracker = context.statusTracker()
+    assert completed_share(tracker, "statebench-no-such-group") is None
+    with tracked(context, 10, lambda done, of: None):
+        context.parallelize(range(10), 2).count()
+    group = context.getLocalProperty("spark.jobGroup.id")
+    assert group is not None and completed_share(tracker, group) == 1.0
+
+
+def test_nothing_is_tracked_without_a_listener(spark: Any) -> None:
+    context = spark.sparkContext
+    before = context.getLocalProperty("spark.jobGroup.id")
+    with tracked(context, 10, None):
+        context.parallelize(range(10), 2).count()
+    assert context.getLocalProperty("spark.jobGroup.id") == before

@@ -15,7 +15,7 @@ raised inside a Spark task is unwrapped from Spark's (``engines/spark.py``: stat
 themselves, others as one line naming their type, exit 1), and py4j's own log of a broken JVM
 link is dropped. ``--verbose`` (before or after the command) prints the full traceback, Java
 stack and task trace as well. SIGTERM/SIGINT remove the run's temporary folders before the
-process ends (``workloads.run.tempdirs``); an interrupted command exits with 130.
+process ends (``workloads.run.run_tempdirs``); an interrupted command exits with 130.
 
 What the commands share (the usage error, option parsers, ``diff``'s and ``ab``'s round
 options) lives in ``cli/options.py``, which imports no command module; no command imports this
@@ -94,14 +94,14 @@ def _quiet_py4j() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default: sys.argv[1:]) and run the chosen command; returns its status."""
-    from workloads.run import tempdirs
+    from workloads.run import run_tempdirs
 
     parser = build_parser()
     args = parser.parse_args(argv)
     verbose = bool(getattr(args, "verbose", False))
     if not verbose:
         _quiet_py4j()
-    tempdirs.install_signal_handlers()
+    run_tempdirs.install_signal_handlers()
     try:
         return int(args.handler(args) or 0)
     except USAGE_ERRORS as exc:
@@ -123,10 +123,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = "" if verbose else " (--verbose shows the task's full trace)"
         return _fail(f"{exc}{hint}", verbose, status=1)
     except KeyboardInterrupt:
-        tempdirs.remove_all()
+        run_tempdirs.remove_all()
         return _fail("interrupted; temporary folders removed", verbose, status=130)
-    except tempdirs.Terminated as exc:  # SIGTERM: as clean as SIGINT (143, one line)
-        tempdirs.remove_all()
+    except run_tempdirs.Terminated as exc:  # SIGTERM: as clean as SIGINT (143, one line)
+        run_tempdirs.remove_all()
         return _fail("terminated; temporary folders removed", verbose, status=int(exc.code))
 
 

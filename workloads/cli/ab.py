@@ -399,7 +399,7 @@ def check_spec_argument(spec: str) -> None:
 
 
 def ab_command(args: argparse.Namespace) -> int:
-    from workloads.run import tempdirs
+    from workloads.run import run_tempdirs
 
     if args.in_process and args.master:
         raise CliError("--in-process and --master exclude each other")
@@ -425,7 +425,7 @@ def ab_command(args: argparse.Namespace) -> int:
     if args.in_process:
         common.append("--in-process")
     common.append("--no-report")
-    with tempdirs.temp_dir("statebench-ab-") as tmp:  # owner-tagged: swept if killed
+    with run_tempdirs.temp_dir("statebench-ab-") as tmp:  # owner-tagged: swept if killed
         trees = {}
         for label, rev in (("A", args.rev_a), ("B", args.rev_b)):
             trees[label] = export_revision(repo, rev, Path(tmp) / label)

@@ -74,7 +74,7 @@ def compare_command(args: argparse.Namespace) -> int:
     from workloads.cli.run import refuse_empty_run, refuse_long_schedule, summary_table
     from workloads.report import render_report
     from workloads.results.store import RunExistsError, run_dir_free
-    from workloads.run import tempdirs
+    from workloads.run import run_tempdirs
     from workloads.run.compare import (
         comparison_configs,
         default_backends,
@@ -91,7 +91,7 @@ def compare_command(args: argparse.Namespace) -> int:
         from workloads.run.engines.masters import check_master_url
 
         check_master_url(args.master)
-    tempdirs.sweep([None, args.results_dir])  # folders of runs killed earlier (kill -9)
+    run_tempdirs.sweep([None, args.results_dir])  # folders of runs killed earlier (kill -9)
     refuse_duplicates("SPEC", list(args.specs))
     specs = load_specs(args.specs, args.events) if args.specs else default_specs(args.events)
     backends = tuple(non_empty("--backend", joined(args.backend, "--backend"), args.backend)

@@ -82,9 +82,9 @@ def diff_command(args: argparse.Namespace) -> int:
 def _rerun(run_a: Path, run_b: Path, args: argparse.Namespace) -> int:
     from workloads.cli.ab import invocation_from_run, run_session, session
     from workloads.results.store import write_text_atomic
-    from workloads.run import tempdirs
+    from workloads.run import run_tempdirs
 
-    with tempdirs.temp_dir("statebench-rerun-") as tmp:  # owner-tagged: swept if killed
+    with run_tempdirs.temp_dir("statebench-rerun-") as tmp:  # owner-tagged: swept if killed
         # both stored configurations are read and checked before the session folder exists
         a = invocation_from_run(run_a, "A", Path(tmp), args.repetitions)
         b = invocation_from_run(run_b, "B", Path(tmp), args.repetitions)

@@ -2,7 +2,7 @@
 
 Why this exists: a task's folders belong to the process that runs the task. Inside Spark that is
 a Python worker forked by pyspark's daemon, which keeps it (and its idle Flink JVM, see
-``workloads/run/flink_lane.py``) for the next task and ends it with SIGHUP when the context
+``workloads/lanes/flink_task.py``) for the next task and ends it with SIGHUP when the context
 stops, so no ``atexit`` or ``finally`` of the worker runs: its folders stayed in the temp dir
 after every successful Spark run with a Flink lane. The same holds for this process's own idle
 Flink JVM. So when a command ends (normally, with an error, or interrupted), :func:`command_scope`
@@ -12,7 +12,7 @@ Flink JVM. So when a command ends (normally, with an error, or interrupted), :fu
    left alone), which ends pyspark's workers, and waits for the ones that own folders,
 3. removes again this process's folders that tasks were still writing into when they were
    first removed (the checkpoint root of a cancelled job), and sweeps the temp dir and the
-   command's other roots: the folders of owners that are now gone (``workloads.run.tempdirs``:
+   command's other roots: the folders of owners that are now gone (``workloads.run.run_tempdirs``:
    only dead owners' folders, never another run's live ones).
 
 Only then does the CLI say "temporary folders removed".
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import psutil
 
-from workloads.run import tempdirs
+from workloads.run import run_tempdirs
 
 #: Seconds pyspark's workers get to end after the context stopped (they are sent SIGHUP).
 WORKER_EXIT_S = 20.0
@@ -49,7 +49,7 @@ def spark_active() -> bool:
 def _owning_children(roots: list[str | Path | None]) -> list[psutil.Process]:
     """This process's descendants that own tagged folders under ``roots``, and what those
     started (a Flink worker's JVM still writes checkpoints while it shuts down)."""
-    owners = tempdirs.owners_of(roots)
+    owners = run_tempdirs.owners_of(roots)
     try:
         children = psutil.Process().children(recursive=True)
     except psutil.Error:
@@ -78,27 +78,27 @@ def _stop_spark(roots: list[str | Path | None]) -> None:
 def finish(roots: Iterable[str | Path | None], stop_spark: bool) -> None:
     """Steps 1-3 of the module docstring."""
     roots = [None, *roots]
-    lane = sys.modules.get("workloads.run.flink_lane")
+    lane = sys.modules.get("workloads.lanes.flink_task")
     if lane is not None:
         lane.close_idle_workers()
     if stop_spark and spark_active():
         _stop_spark(roots)
     for _ in range(10):  # folders tasks were still writing into when they were removed
-        if not tempdirs.retry_removals():
+        if not run_tempdirs.retry_removals():
             break
         time.sleep(0.5)
-    tempdirs.sweep(roots)
+    run_tempdirs.sweep(roots)
 
 
 def signal_cause(exc: BaseException) -> BaseException | None:
-    """The KeyboardInterrupt (SIGINT) or :class:`~workloads.run.tempdirs.Terminated`
+    """The KeyboardInterrupt (SIGINT) or :class:`~workloads.run.run_tempdirs.Terminated`
     (SIGTERM) that ``exc`` is, or was raised while handling, else None: the signal cancels the
     running Spark jobs, and the job's "cancelled" error (or the collect's clean-up failing
     with a Java stack) then replaces the signal that caused it."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, KeyboardInterrupt | tempdirs.Terminated):
+        if isinstance(current, KeyboardInterrupt | run_tempdirs.Terminated):
             return current
         seen.add(id(current))
         current = current.__context__
@@ -123,7 +123,7 @@ def command_scope(*roots: str | Path | None) -> Iterator[None]:
         if isinstance(cause, KeyboardInterrupt):
             raise KeyboardInterrupt from exc
         if cause is not None:
-            raise tempdirs.Terminated() from exc
+            raise run_tempdirs.Terminated() from exc
         raise
     finally:
         finish(roots, stop_spark=started_here and spark_active())

@@ -213,8 +213,8 @@ def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:
         if problem is not None:
             raise CliError(problem)
     if any(b.startswith("flink-sql") for b in cfg.backends):  # so are a SQL job's events
+        from workloads.lanes.flink_sql_job import input_memory_problem
         from workloads.run.engines.inprocess import MEMORY_SHARE, available_memory
-        from workloads.run.sql_lane import input_memory_problem
 
         problem = input_memory_problem(cfg.spec, int(available_memory() * MEMORY_SHARE))
         if problem is not None:
@@ -235,9 +235,9 @@ def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     from workloads.cli.lifecycle import command_scope
-    from workloads.run import tempdirs
+    from workloads.run import run_tempdirs
 
-    tempdirs.sweep([None, args.results_dir])  # folders of runs killed earlier (kill -9)
+    run_tempdirs.sweep([None, args.results_dir])  # folders of runs killed earlier (kill -9)
     cfg = build_config(args, args.checkpoint_dir)
     refuse_empty_run(cfg)
     preflight(args, cfg)
@@ -246,9 +246,9 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _run_checked(args: argparse.Namespace, cfg: RunConfig) -> int:
-    from workloads.run import tempdirs
+    from workloads.run import run_tempdirs
 
-    checkpoints = (tempdirs.temp_dir("statebench-checkpoints-") if args.checkpoint_dir is None
+    checkpoints = (run_tempdirs.temp_dir("statebench-checkpoints-") if args.checkpoint_dir is None
                    else contextlib.nullcontext(args.checkpoint_dir))
     with checkpoints as checkpoint_root:
         cfg = dataclasses.replace(cfg, checkpoint_root=checkpoint_root)

@@ -14,7 +14,8 @@ number (``metrics.class_of``):
   them, ``paired``) separate on their per-round log-ratios: first the cell's strategies must
   differ at all (their labels shuffled within rounds, ``significance.label_randomization``:
   the leader is picked from the same rounds it is tested on), then an exact sign-flip test of
-  the leader against each other one, p adjusted over the cell's tests (Benjamini-Hochberg),
+  the leader against each other one, the cell's tests held together by closed testing
+  (``significance.closed_pair_p``; Benjamini-Hochberg over more than six strategies),
   the t interval of the mean log-ratio excluding 1, and at least 5% apart
   (``verdict.compare_scenarios``, the rule ``statebench ab`` uses). Repetitions without
   recorded rounds keep the unpaired rule: an exact Mann-Whitney U test, Welch's t interval;
@@ -31,6 +32,7 @@ lanes): a Flink lane is context for statebench's, never ranked against it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,6 +51,8 @@ from workloads.report.metrics import (
 from workloads.report.paired import lead_scores, paired_values, round_matrix, round_orders
 from workloads.report.runinfo import sweep
 from workloads.report.significance import (
+    CLOSED_MAX_STRATEGIES,
+    closed_pair_p,
     label_randomization,
     smallest_p,
     smallest_sign_flip_p,
@@ -78,6 +82,8 @@ COLUMNS = (
 ENGINES = (
     ("statebench", "statebench (Python lanes)", False),
     ("flink", "Flink (JVM lanes): context for statebench's, not ranked against them", True),
+    ("spark", "Spark (Structured Streaming lanes): its own engine, not ranked against the others",
+     True),
 )
 
 
@@ -158,14 +164,17 @@ def _ratio(a: Stat, b: Stat) -> float | None:
 
 
 def separations(run: Run, pairs: list[tuple[ScenarioKey, ScenarioKey, str]],
-                paired: bool = True) -> list[Separation]:
+                paired: bool = True, closed: Sequence[float | None] | None = None
+                ) -> list[Separation]:
     """For each (a, b, metric): whether b's number is separated from a's (either direction),
     the sampled ones tested as one family. A pair whose repetitions ran in the same rounds
     (``workloads.report.paired``) is tested on its per-round ratios when ``paired``; otherwise,
-    or without recorded rounds, its repetitions are compared unpaired."""
+    or without recorded rounds, its repetitions are compared unpaired. ``closed[i]``: pair
+    i's closed-test p-value in its cell, which replaces Benjamini-Hochberg for it."""
     out: list[Separation | None] = [None] * len(pairs)
     sampled: list[tuple[int, tuple[str, np.ndarray, np.ndarray, MetricClass]]] = []
     pairing: list[bool] = []
+    family: list[float | None] = []
     stats: dict[tuple[ScenarioKey, str], Stat | None] = {}  # the leader is in every pair
     for i, (a, b, metric) in enumerate(pairs):
         for k in (a, b):
@@ -187,9 +196,11 @@ def separations(run: Run, pairs: list[tuple[ScenarioKey, ScenarioKey, str]],
         if va is not None and vb is not None:
             sampled.append((i, (metric, va, vb, klass)))
             pairing.append(rounds is not None)
+            family.append(closed[i] if closed is not None and rounds is not None else None)
             continue
         out[i] = _one_per_run(a, b, metric, sa, sb, klass)
-    verdicts = compare_scenarios([item for _, item in sampled], paired=pairing)
+    verdicts = compare_scenarios([item for _, item in sampled], paired=pairing,
+                                 closed=family if any(c is not None for c in family) else None)
     for (i, _), verdict in zip(sampled, verdicts):
         out[i] = Separation(verdict.coloured, verdict.note, verdict.ratio)
     return [s for s in out if s is not None]
@@ -258,8 +269,12 @@ def pick(run: Run, keys: list[ScenarioKey], metrics: tuple[str, ...]) -> Pick | 
             why = (f"paired over {matrix.shape[1]} rounds, the strategies do not differ beyond "
                    f"chance (p={gate:.2g}, labels shuffled within rounds)")
             return Pick(metric, best, stats[best], tuple(others), why, len(ranked))
+    closed = None
+    if matrix is not None and len(ranked) <= CLOSED_MAX_STRATEGIES:
+        logs = np.log(matrix)  # the closed test is two-sided: orientation does not matter
+        closed = [closed_pair_p(logs, 0, i) for i in range(1, len(ranked))]
     found = separations(run, [(other, best, metric) for other in others],
-                        paired=matrix is not None)
+                        paired=matrix is not None, closed=closed)
     tied = tuple(o for o, s in zip(others, found) if not s.separated)
     behind = tuple((o, s.fold) for o, s in zip(others, found) if s.separated)
     why = next((s.why for s in found if not s.separated), found[0].why)
@@ -417,6 +432,9 @@ def decide(run: Run, workload: str, backend: str) -> BackendDecision | None:
 
 
 def engine_of(backend: str) -> str:
+    """The engine whose rows a backend's decision joins (lanes by name, as ``load`` reads them)."""
+    if backend.startswith("spark-"):
+        return "spark"
     return "flink" if is_reference(backend) else "statebench"
 
 

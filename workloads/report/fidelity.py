@@ -45,8 +45,7 @@ from workloads.report.load import Run, ScenarioKey, backend_label, is_reference
 from workloads.report.metrics import STORED_ENTRIES
 from workloads.report.stats import stat
 from workloads.report.template import chart_html
-from workloads.results.band import log_ratio_interval
-from workloads.results.band import verdict as band_verdict
+from workloads.results.band import band_agreement, log_ratio_interval
 
 #: (statebench backend, the Flink lane it is compared with).
 PAIRS = (("heap", "flink-heap"), ("rocksdb", "flink-rocksdb"))
@@ -141,7 +140,7 @@ class Comparison:
         return factor_interval(self.mine.reps, self.theirs.reps)
 
     @property
-    def verdict(self) -> str:
+    def agreement(self) -> str:
         """agree, disagree or undecided (empty when a side is missing). With repetitions
         on both sides, agree or disagree only where the factor's interval lies wholly inside
         or wholly outside the band (an exact number repeats, so its interval is its one
@@ -151,11 +150,11 @@ class Comparison:
         span = self.factor_interval
         if span is None:
             return "disagree" if self.fold > DISAGREE else "agree"
-        return band_verdict(*span, DISAGREE)
+        return band_agreement(*span, DISAGREE)
 
     @property
     def disagrees(self) -> bool:
-        return self.verdict == "disagree"
+        return self.agreement == "disagree"
 #: Flink's RocksDB lane and ForSt's, compared with each other (both are Flink's own backends).
 FORST_PAIR = ("flink-rocksdb", "flink-forst")
 #: (metric, what it is, unit) of the ForSt-beside-RocksDB table.
@@ -320,7 +319,7 @@ def _sentence(run: Run, c: Comparison) -> Sentence | None:
     a, b = c.mine.ratio, c.theirs.ratio
     assert a is not None and b is not None  # fold is set only when both ratios are
     notable = all(r <= 1 / NOTABLE or r >= NOTABLE for r in (a, b))
-    if c.verdict == "agree" and not notable:
+    if c.agreement == "agree" and not notable:
         return None
     s = Sentence(severity="warn" if c.disagrees else "info")
     s.t(f"On {_kind(c.ours)}, ").b(_subject(c))
@@ -330,7 +329,7 @@ def _sentence(run: Run, c: Comparison) -> Sentence | None:
     else:
         s.t(f" keeps {c.noun} at {fmt_ratio(a)} of {_against(c)} on statebench and "
             f"{fmt_ratio(b)} on Flink")
-    if c.verdict == "undecided":
+    if c.agreement == "undecided":
         lo, hi = c.factor_interval or (c.fold, c.fold)  # undecided only with repetitions
         return s.t(": ").b("undecided").t(
             f": over their repetitions statebench's ratio is {fmt_ratio(lo)} to "
@@ -430,7 +429,7 @@ def _verdict(c: Comparison) -> str:
     if c.disagrees:
         return (f'<td class="different" data-verdict="disagree">disagree, '
                 f"{escape(fmt_ratio(c.fold))} apart</td>")
-    if c.verdict == "undecided":
+    if c.agreement == "undecided":
         lo, hi = c.factor_interval or (c.fold, c.fold)
         title = escape(f"95% interval of the factor {lo:.3g}-{hi:.3g}: across the band's edge")
         return (f'<td data-verdict="undecided" title="{title}">undecided '

@@ -36,24 +36,29 @@ BACKEND_ORDER = ("heap", "flink-heap", "rocksdb", "flink-rocksdb")
 #: Backends named so are Flink's own state backends, run as reference lanes beside statebench's.
 REFERENCE_PREFIX = "flink-"
 REFERENCE_LABEL = "Flink (reference)"
+#: Every real engine's lanes by name prefix, and how tables name them (``workloads.lanes``).
+ENGINE_PREFIXES = {REFERENCE_PREFIX: REFERENCE_LABEL, "spark-": "Spark (reference)"}
 
 
 def is_reference(backend: str) -> bool:
-    """True for a Flink reference lane (``flink-heap``, ``flink-rocksdb``)."""
-    return backend.startswith(REFERENCE_PREFIX)
+    """True for a real engine's lane (Flink's ``flink-heap``, ``flink-sql``, ...; Spark's
+    ``spark-tws``, ``spark-sql``), false for statebench's own backends."""
+    return backend.startswith(tuple(ENGINE_PREFIXES))
 
 
 def backend_label(backend: str) -> str:
     """How tables, charts and findings name a backend: a Flink lane says it is the reference,
     so nobody reads Flink's numbers as statebench's."""
-    return f"{backend} · {REFERENCE_LABEL}" if is_reference(backend) else backend
+    label = next((text for prefix, text in ENGINE_PREFIXES.items()
+                  if backend.startswith(prefix)), None)
+    return backend if label is None else f"{backend} · {label}"
 
 
 def with_references(backends: list[str]) -> list[str]:
     """Each Flink lane right after the statebench backend it mirrors (heap, flink-heap,
     rocksdb, flink-rocksdb) whatever order the run's config listed them in."""
-    lanes = [b for b in backends if is_reference(b)]
-    out = [b for b in backends if not is_reference(b)]
+    lanes = [b for b in backends if b.startswith(REFERENCE_PREFIX)]
+    out = [b for b in backends if not b.startswith(REFERENCE_PREFIX)]
     for lane in lanes:
         mirror = lane[len(REFERENCE_PREFIX):]
         out.insert(out.index(mirror) + 1 if mirror in out else len(out), lane)

@@ -96,6 +96,23 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
                "throughput", +1),
     MetricSpec("records", "records processed", "records", "throughput", 0, cls=EXACT),
     MetricSpec("sql_job_s", "Flink SQL job, submission to result", "s", "throughput", -1),
+    # Spark's lanes (workloads.lanes.spark_sql, spark_tws): a streaming query per job
+    MetricSpec("spark_query_s", "Spark query, start to stop", "s", "throughput", -1),
+    MetricSpec("spark_batches", "micro-batches", "count", "throughput", 0,
+               cls=TIMING_DEPENDENT),
+    MetricSpec("batch_duration_p50_ms", "micro-batch p50", "ms", "latency", -1),
+    MetricSpec("batch_duration_max_ms", "micro-batch max", "ms", "latency", -1),
+    MetricSpec("batch_duration_ms", "micro-batch duration", "ms", "latency", -1),
+    MetricSpec("state_commit_ms", "state store commit", "ms", "checkpoint", -1),
+    MetricSpec("state_commit_total_ms", "state store commits, summed", "ms", "checkpoint", -1),
+    MetricSpec("batch_duration_p99_ms", "micro-batch p99", "ms", "latency", -1),
+    MetricSpec("spark_start_s", "Spark query start-up", "s", "throughput", -1),
+    MetricSpec("ttl_removed_values", "values removed by Spark's TTL", "count", "cleanup", 0,
+               cls=TIMING_DEPENDENT),
+    MetricSpec("checkpoint_written_bytes", "checkpoint files written, summed", "bytes",
+               "checkpoint", -1, cls=TIMING_DEPENDENT),
+    MetricSpec("spark_model_mismatches", "reads unlike the TTL model's", "count", "correctness",
+               -1, cls=TIMING_DEPENDENT),
     MetricSpec("released_records_per_s", "records released by the paced source", "records/s",
                "throughput", +1),
     MetricSpec("schedule_lag_p50_ms", "p50", "ms", "schedule", -1),
@@ -117,6 +134,22 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
     # flink-sql (a real Flink SQL job): RocksDB's estimate-num-keys over its column families
     MetricSpec("estimated_entries", "estimated entries (RocksDB's estimate-num-keys)", "entries",
                "state", -1, cls=TIMING_DEPENDENT),
+    # Spark's state store (numRowsTotal, numRowsUpdated, numRowsRemoved, memoryUsedBytes) and
+    # its watermark eviction, per micro-batch
+    MetricSpec("state_rows", "state store rows", "rows", "state", -1, cls=TIMING_DEPENDENT),
+    MetricSpec("state_rows_updated", "state store rows updated", "rows", "state", 0,
+               cls=TIMING_DEPENDENT),
+    MetricSpec("state_rows_removed", "state store rows removed", "rows", "state", 0,
+               cls=TIMING_DEPENDENT),
+    MetricSpec("state_memory_bytes", "state store memory", "bytes", "state", -1,
+               cls=TIMING_DEPENDENT),
+    MetricSpec("rows_dropped_by_watermark", "rows dropped by the watermark", "count",
+               "correctness", 0, cls=TIMING_DEPENDENT),
+    MetricSpec("watermark_ms", "watermark", "ms", "state", 0, cls=TIMING_DEPENDENT),
+    MetricSpec("checkpoint_dir_bytes", "checkpoint folder", "bytes", "checkpoint", -1,
+               cls=TIMING_DEPENDENT),
+    MetricSpec("checkpoint_dir_final_bytes", "checkpoint folder at the end", "bytes",
+               "checkpoint", -1, cls=TIMING_DEPENDENT),
     # ForSt (flink-forst): the files in its local working folder and on its primary folder
     MetricSpec("physical_local_bytes", "physical bytes, local", "bytes", "state", -1,
                cls=TIMING_DEPENDENT),
@@ -240,6 +273,9 @@ ALWAYS_EXACT = frozenset({"expired_returned", "records"})
 #: The flink-sql lanes (backends.flink.sql_lanes): a real Flink SQL job whose TTL, watermarks
 #: and checkpoints run on the paced wall clock whatever the spec's clock.
 SQL_BACKENDS = frozenset({"flink-sql", "flink-sql-heap"})
+#: Spark's lanes (``workloads.lanes.spark_*``) by name: a real streaming query whose
+#: micro-batches, state store maintenance and (spark-tws) TTL run on the wall clock.
+SPARK_PREFIX = "spark-"
 
 
 @dataclass(frozen=True)
@@ -252,6 +288,19 @@ class MetricClass:
     @property
     def exact(self) -> bool:
         return self.cls == EXACT
+
+
+def lane_class(backend: str, metric: str) -> MetricClass | None:
+    """The class a job lane gives one of its numbers (``Lane.metric_classes``), where it says:
+    a lane that runs a whole engine job knows which of the engine's numbers repeat."""
+    from workloads.lanes import LANES
+
+    lane = LANES.get(backend)
+    cls = None if lane is None else lane.metric_classes.get(metric)
+    if cls is None:
+        return None
+    return MetricClass(cls, "" if cls == EXACT else f"{backend}: as its lane classes it "
+                                                    "(workloads.lanes)")
 
 
 def class_of(metric: str, backend: str = "", strategy: str = "", *,
@@ -281,6 +330,9 @@ def class_of(metric: str, backend: str = "", strategy: str = "", *,
         return MetricClass(TIMED, "not in the metric catalogue")
     if spec.cls == TIMED:
         return MetricClass(TIMED, "timed")
+    own = lane_class(backend, metric)
+    if own is not None:
+        return own
     if spec.cls == TIMING_DEPENDENT or rocksdb_metric(metric):
         return MetricClass(TIMING_DEPENDENT, "RocksDB's counters and sizes depend on when its "
                                              "background flushes and compactions ran")
@@ -289,6 +341,10 @@ def class_of(metric: str, backend: str = "", strategy: str = "", *,
     if backend in SQL_BACKENDS:
         return MetricClass(TIMING_DEPENDENT, "a real Flink SQL job: its TTL, watermarks and "
                                              "checkpoints run on the paced wall clock")
+    if backend.startswith(SPARK_PREFIX):
+        return MetricClass(TIMING_DEPENDENT, "a real Spark streaming query: its micro-batches, "
+                                             "state store maintenance and TTL run on the wall "
+                                             "clock")
     if clock != LOGICAL_CLOCK:
         return MetricClass(TIMING_DEPENDENT, f"{clock} clock: counts depend on wall time")
     on_rocksdb = backend in ROCKSDB_BACKENDS

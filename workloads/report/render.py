@@ -9,6 +9,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+from workloads.report.cross_engine import cross_engine_html
 from workloads.report.diff import diff_page
 from workloads.report.fidelity import fidelity_html
 from workloads.report.figures import Chart, charts
@@ -76,6 +77,9 @@ def report_html(run: Run) -> str:
     real = real_engine_html(run)  # only with a flink-sql lane beside an emulated one
     if real is not None:
         sections.append(("real-engine", "The real engine beside the emulation", real))
+    engines = cross_engine_html(run)  # only with flink-sql and spark-sql scenarios of a workload
+    if engines is not None:
+        sections.append(("cross-engine", "Flink SQL beside Spark", engines))
     tables = "\n".join(f"<h3>{escape(w)}</h3>{summary_tables(run, w)}" for w in run.workloads)
     sections += [
         ("tables", "Summary tables", tables or f"<p>{MISSING}</p>"),

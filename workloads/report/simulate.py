@@ -49,6 +49,9 @@ class Model:
     drift_hi: float | None = None
     #: False: run.json records no rounds, so the decision compares repetitions unpaired.
     paired: bool = True
+    #: The last strategy runs ``laggard`` times slower than the others (1: not at all): the
+    #: shape of a cell whose leaders tie and one strategy trails.
+    laggard: float = 1.0
 
 
 def draw(model: Model, cells: int, rng: np.random.Generator) -> np.ndarray:
@@ -59,6 +62,7 @@ def draw(model: Model, cells: int, rng: np.random.Generator) -> np.ndarray:
           else rng.uniform(model.drift, model.drift_hi, (cells, 1, 1)))
     logs += sd * rng.standard_normal((cells, 1, model.rounds))
     logs[:, 0, :] += math.log(model.lead)
+    logs[:, -1, :] -= math.log(model.laggard)
     return LEVEL * np.exp(logs)
 
 
@@ -103,18 +107,22 @@ class Outcome:
     named_any: float
     #: Cells whose table names strategy 0 alone, ahead of every other.
     named_lead_alone: float
+    #: Cells whose table puts the last strategy behind the leading group.
+    last_behind: float = 0.0
 
 
 def run_cells(model: Model, cells: int, seed: int) -> Outcome:
     """Draw ``cells`` cells of ``model`` and decide each."""
     values = draw(model, cells, np.random.default_rng(seed))
     first = ScenarioKey(WORKLOAD, BACKEND, strategy_names(model.strategies)[0])
-    any_named = alone = 0
+    last = ScenarioKey(WORKLOAD, BACKEND, strategy_names(model.strategies)[-1])
+    any_named = alone = behind = 0
     for cell in values:
         found = decide(cell, model.paired)
         any_named += found.decided
         alone += found.separated and found.best == first
-    return Outcome(cells, any_named / cells, alone / cells)
+        behind += any(key == last for key, _ in found.behind)
+    return Outcome(cells, any_named / cells, alone / cells, behind / cells)
 
 
 def within_round_noise(run: Run, metric: str = METRIC) -> dict[tuple[str, str], float]:

@@ -11,7 +11,7 @@ from html import escape
 from typing import Any
 
 from workloads.report.fmt import DASH, MISSING, fmt_range, fmt_value, iec_bytes
-from workloads.report.load import Run, ScenarioKey, backend_label
+from workloads.report.load import Run, ScenarioKey, backend_label, is_reference
 from workloads.report.metrics import (
     CATALOGUE,
     EXACT,
@@ -148,7 +148,7 @@ def cleanup_lag_table(run: Run, workload: str, title: str) -> str:
     )
     rows = []
     for key in keys:
-        if key.backend.startswith("flink-"):
+        if is_reference(key.backend):
             continue  # nothing to show: the note under the table says why
         ids = f'data-backend="{escape(key.backend)}" data-strategy="{escape(key.strategy)}"'
         head_cells = (f'<td>{escape(backend_label(key.backend))}</td>'
@@ -177,13 +177,16 @@ def cleanup_lag_table(run: Run, workload: str, title: str) -> str:
 def _unmeasured_lag_note(keys: list[ScenarioKey]) -> str:
     """Why some lag cells stay empty, for the scenarios of this table that have such cells."""
     reasons = []
-    if any(k.strategy.startswith("compaction_filter") and not k.backend.startswith("flink-")
+    if any(k.strategy.startswith("compaction_filter") and not is_reference(k.backend)
            for k in keys):
         reasons.append("The compaction filter's lag is not measurable: RocksDB drops expired "
                        "entries inside its compactions and reports only how many.")
     if any(k.backend.startswith("flink-") for k in keys):
         reasons.append("Flink's lanes are left out: Flink's backends count neither removals "
                        "nor their lag.")
+    if any(k.backend.startswith("spark-") for k in keys):
+        reasons.append("Spark's lanes are left out: Spark reports what its TTL removed per "
+                       "micro-batch (its own rows), not each removal's lag.")
     if not reasons:
         return ""
     return f'<p class="lag-note">{escape(" ".join(reasons))}</p>'

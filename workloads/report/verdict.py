@@ -268,8 +268,10 @@ def adjusted(p_values: Sequence[float]) -> list[float]:
     return q
 
 
-def _decide(e: _Evidence, alpha: float, q: float | None, tests: int) -> Verdict:
-    """The verdict from tested evidence; ``q`` is p adjusted for the ``tests`` on the page."""
+def _decide(e: _Evidence, alpha: float, q: float | None, tests: int,
+            family: str = "") -> Verdict:
+    """The verdict from tested evidence; ``q`` is p adjusted for the ``tests`` on the page
+    (``family`` names another adjustment, e.g. a cell's closed test)."""
     a, b, r = e.a, e.b, e.ratio
     klass = e.cls.cls
     if a.size == 0 or b.size == 0:
@@ -282,7 +284,8 @@ def _decide(e: _Evidence, alpha: float, q: float | None, tests: int) -> Verdict:
         return Verdict(r, "grey", prefix + why, "sampled", cls=klass)
     interval = f" · {e.ci_label} {e.ci[0]:.2f}{DASH}{e.ci[1]:.2f}{TIMES}" if e.ci else ""
     q = e.p if q is None else q
-    family = f", q={q:.2g} over {tests} tests" if tests > 1 else ""
+    family = (f", {family} p={q:.2g}" if family
+              else f", q={q:.2g} over {tests} tests" if tests > 1 else "")
     rounds = f", {e.rounds} paired rounds" if e.rounds else ""
     stated = f"p={e.p:.2g}{family}{rounds}{interval}"
     verdict = partial(Verdict, r, "grey", kind="sampled", p=e.p, ci=e.ci, q=q, cls=klass)
@@ -348,17 +351,23 @@ def judge(a: Side, b: Side, key: ScenarioKey, metric: str, *, alpha: float = ALP
 
 
 def compare_scenarios(items: Sequence[tuple[str, np.ndarray, np.ndarray, MetricClass]], *,
-                      alpha: float = ALPHA, paired: Sequence[bool] | None = None
-                      ) -> list[Verdict]:
+                      alpha: float = ALPHA, paired: Sequence[bool] | None = None,
+                      closed: Sequence[float | None] | None = None) -> list[Verdict]:
     """Verdicts of each item's samples ``b`` against its samples ``a``: two scenarios of one run,
     tested as one family (:func:`adjusted`). ``paired[i]`` says item i's a[r] and b[r] ran in
     one round (aligned by repetition index: ``workloads.report.paired``); otherwise its
     repetitions are compared unpaired. The report's decision table asks this of a leading
-    strategy and each other one; the rule is the diff's (paired: the A/B session's).
+    strategy and each other one; the rule is the diff's (paired: the A/B session's). Where
+    ``closed[i]`` is given (the cell's closed test, ``significance.closed_pair_p``), it stands
+    for item i's family adjustment instead of Benjamini-Hochberg.
     """
     flags = list(paired) if paired is not None else [False] * len(items)
     evidence = [_Evidence.of(metric, a, b, "", flag, klass)
                 for (metric, a, b, klass), flag in zip(items, flags)]
     tested = [i for i, e in enumerate(evidence) if e.p is not None]
     q = dict(zip(tested, adjusted([evidence[i].p for i in tested])))  # type: ignore[misc]
+    if closed is not None:
+        return [_decide(e, alpha, closed[i] if closed[i] is not None else q.get(i), len(tested),
+                        "closed-test" if closed[i] is not None else "")
+                for i, e in enumerate(evidence)]
     return [_decide(e, alpha, q.get(i), len(tested)) for i, e in enumerate(evidence)]

@@ -22,7 +22,7 @@ from workloads.results.tdist import t_quantile
 CONFIDENCE = 0.95
 
 
-def verdict(lo: float, hi: float, band: float) -> str:
+def band_agreement(lo: float, hi: float, band: float) -> str:
     """agree when the whole interval lies within [1/band, band], disagree when it lies wholly
     outside, undecided when it straddles an edge."""
     if lo >= 1 / band and hi <= band:

@@ -6,7 +6,7 @@ the git commit, library versions, the machine, the Spark master, the strategies 
 reported as not applicable instead of being run, and how long it took.
 
 A run folder is published atomically: it is written under a temporary, owner-tagged name in the
-same parent (``.statebench-partial-<run-id>-pid...``; see ``workloads.run.tempdirs``), with
+same parent (``.statebench-partial-<run-id>-pid...``; see ``workloads.run.run_tempdirs``), with
 ``run.json`` written last, each file flushed to disk, and then renamed to ``<run-id>``. So
 ``results/`` only ever holds complete runs: a run killed while writing leaves a hidden partial
 folder, which the next run's start-up sweep removes once its owner is gone.
@@ -31,7 +31,7 @@ import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from workloads.run import tempdirs
+from workloads.run import run_tempdirs
 from workloads.run.metrics import METRIC_SCHEMA
 from workloads.run.plan import RunOutcome
 
@@ -209,7 +209,7 @@ def write_run_dir(run_id: str, rows: pa.Table, meta: dict[str, Any],
     root.mkdir(parents=True, exist_ok=True)
     run_dir_free(root, run_id)
     run_dir = root / run_id
-    partial = Path(tempdirs.make(f".statebench-partial-{run_id}-", dir=root))
+    partial = Path(run_tempdirs.make(f".statebench-partial-{run_id}-", dir=root))
     try:
         os.chmod(partial, 0o777 & ~_umask())  # mkdtemp makes it 0700; a run folder is not private
         pq.write_table(rows.cast(METRIC_SCHEMA), partial / ROWS_FILE)
@@ -227,7 +227,7 @@ def write_run_dir(run_id: str, rows: pa.Table, meta: dict[str, Any],
         shutil.rmtree(partial, ignore_errors=True)
         raise
     finally:
-        tempdirs.forget(partial)
+        run_tempdirs.forget(partial)
     return run_dir
 
 

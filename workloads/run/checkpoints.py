@@ -48,7 +48,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from workloads.run import tempdirs
+from workloads.run import run_tempdirs
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 #: Longest slug: a path component must stay under NAME_MAX (255 bytes) with room for prefixes.
@@ -255,7 +255,8 @@ def timed_restore(
     The restored backend and its local folder are removed afterwards."""
     import backends
 
-    folder = tempdirs.make("statebench-restore-", dir=local_dir)  # owner-tagged: swept if killed
+    # owner-tagged: swept if killed
+    folder = run_tempdirs.make("statebench-restore-", dir=local_dir)
     if kind == "rocksdb":
         options["path"] = folder
     try:
@@ -270,4 +271,4 @@ def timed_restore(
                 del restored
                 gc.collect()
     finally:
-        tempdirs.remove(folder)
+        run_tempdirs.remove(folder)

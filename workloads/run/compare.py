@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from workloads.results.store import DEFAULT_RESULTS_DIR, run_metadata, write_run_dir
 from workloads.run import checkpoints as ck
-from workloads.run import tempdirs
+from workloads.run import run_tempdirs
 from workloads.run.engines import make_engine
 from workloads.run.metrics import METRIC_SCHEMA
 from workloads.run.plan import PlanError, RunConfig, RunOutcome, new_run_id
@@ -127,14 +127,14 @@ def run_comparison(
     local[*], or spark-submit's when launched by it)."""
     engine = make_engine(in_process, master)
     outcomes = []
-    checkpoint_base = tempdirs.make("statebench-compare-ckpt-")  # owner-tagged: swept if killed
+    checkpoint_base = run_tempdirs.make("statebench-compare-ckpt-")  # owner-tagged: swept if killed
     try:
         for cfg in configs:
             # a workload's name is untrusted: one safe path component (`../x` stays inside)
             cfg = replace(cfg, checkpoint_root=ck.join(checkpoint_base, ck.slug(cfg.spec.name)))
             outcomes.append(run(cfg, engine, on_job))
     finally:
-        tempdirs.remove(checkpoint_base)
+        run_tempdirs.remove(checkpoint_base)
     return outcomes
 
 

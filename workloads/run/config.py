@@ -86,6 +86,19 @@ class OperatorConfig:
         return self.ttl_ms is not None and self.visibility == "NeverReturnExpired"
 
 
+@dataclass(frozen=True)
+class DataFacts:
+    """What the runner learnt from the keyed data: events per task and the time frame."""
+
+    task_counts: tuple[tuple[int, int], ...]
+    start_ms: int
+    end_ms: int
+
+    @property
+    def events(self) -> int:
+        return sum(c for _, c in self.task_counts)
+
+
 def local_root(cfg: OperatorConfig) -> str | None:
     """Where task-local backend folders go: the configured folder, else the executor's first
     Spark local dir (Spark passes SPARK_LOCAL_DIRS to its Python workers), else the temp dir."""

@@ -70,7 +70,7 @@ from backends.keygroups import KeyGroupRange
 from workloads.ops import Op
 from workloads.payloads import PayloadColumn
 from workloads.run import checkpoints as ck
-from workloads.run import tempdirs
+from workloads.run import run_tempdirs
 from workloads.run.barriers import CHECKPOINT, INFINITY, Barrier, barrier_schedule
 from workloads.run.config import OperatorConfig, local_root, wall_clock_driven
 from workloads.run.hotloop import build_loop
@@ -156,7 +156,7 @@ class KeyedOperator:
         self.task = task
         self.attempt = attempt  # Spark's attemptNumber: 0 first, 1 on the first retry, ...
         self.attempt_id = attempt if attempt_id is None else attempt_id  # orders folders
-        self._local = tempdirs.make(f"statebench-t{task}-", dir=local_root(cfg))  # owner-tagged
+        self._local = run_tempdirs.make(f"statebench-t{task}-", dir=local_root(cfg))  # owner-tagged
         self.clock = make_clock(cfg)
         self.backend: Any = None
         try:
@@ -487,4 +487,4 @@ class KeyedOperator:
             if backend.kind == "rocksdb":
                 del backend
                 gc.collect()
-        tempdirs.remove(self._local)
+        run_tempdirs.remove(self._local)

@@ -6,7 +6,6 @@ runs this plan on any engine, so in-process and Spark runs run exactly the same 
 from __future__ import annotations
 
 import secrets
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,18 +14,18 @@ import pyarrow as pa
 
 import backends
 from backends import BACKEND_KINDS
-from backends.flink import lanes as flink_lanes
-from backends.flink import sql_lanes
 from backends.flink.register import forst_configuration, rocksdb_configuration
 from backends.keygroups import DEFAULT_MAX_PARALLELISM
 from backends.rocksdb_options import TTL_DB
 from workloads.generator import DEFAULT_BATCH_SIZE, Timeline
+from workloads.lanes import LANES, RUN_BACKENDS
+from workloads.lanes.base import TTL_FREE_STRATEGIES
 from workloads.run.config import (
     STATE_NAMES,
+    DataFacts,
     OperatorConfig,
     default_sample_interval,
     paced,
-    wall_clock_driven,
 )
 from workloads.run.planted import planted_cost
 from workloads.spec import WorkloadSpec
@@ -34,11 +33,6 @@ from workloads.spec import WorkloadSpec
 
 class PlanError(ValueError):
     """A run configuration that cannot run (unknown backend or strategy, bad numbers)."""
-
-
-#: Every backend a run accepts: statebench's own and Flink's reference lanes.
-RUN_BACKENDS: tuple[str, ...] = (BACKEND_KINDS + tuple(flink_lanes.LANE_KINDS)
-                                  + tuple(sql_lanes.SQL_LANES))
 
 
 def new_run_id() -> str:
@@ -51,7 +45,7 @@ class RunConfig:
     """A run: one workload over backends x strategies, repeated, on one engine."""
 
     spec: WorkloadSpec
-    backends: tuple[str, ...] = BACKEND_KINDS  # and the Flink lanes (RUN_BACKENDS)
+    backends: tuple[str, ...] = BACKEND_KINDS  # any of RUN_BACKENDS (workloads.lanes)
     strategies: tuple[str, ...] | None = None  # None: the spec's strategies
     parallelism: int = 2
     source_partitions: int | None = None  # generator partitions; None: = parallelism
@@ -83,15 +77,6 @@ class RunConfig:
         twice = next((k for i, k in enumerate(self.backends) if k in self.backends[:i]), None)
         if twice is not None:  # it would run, and count, every scenario of it twice
             raise PlanError(f"backend '{twice}' is given twice")
-        if any(flink_lanes.is_lane(kind) for kind in self.backends):
-            try:  # up front: the extra, a JDK 17, the worker compiled once for every task
-                flink_lanes.check_available()
-            except RuntimeError as exc:
-                raise PlanError(str(exc)) from None
-            problem = flink_lanes.settings_problem(  # the environment's and folders' too
-                self.backends, (self.local_dir or tempfile.gettempdir(), self.checkpoint_root))
-            if problem is not None:
-                raise PlanError(problem)
         if not 1 <= self.parallelism <= self.max_parallelism:
             raise PlanError(
                 f"parallelism must be in 1..{self.max_parallelism}, got {self.parallelism}"
@@ -121,59 +106,34 @@ class RunConfig:
                     labels.append(backends.parse_strategy(text).label)
                 except ValueError as exc:
                     raise PlanError(str(exc)) from None
-            fixed_ttl = [label for label in labels if self.ttl_sweep_of(label) is None]
-            if self.spec.state.ttl_ms is None and fixed_ttl not in ([], ["none"]):
+            fixed_ttl = [label for label in labels if self.ttl_sweep_of(label) is None
+                         and backends.parse_strategy(self.cleanup_of(label)).name
+                         not in TTL_FREE_STRATEGIES]
+            if self.spec.state.ttl_ms is None and fixed_ttl:
                 raise PlanError("cleanup strategies need a TTL; the spec has no state.ttl_ms")
             object.__setattr__(self, "strategies", tuple(dict.fromkeys(labels)))
-        self._check_lane_bounds()
-        if self.spec.operator is not None:
-            from workloads.operators import UnsupportedOperator, check_supported
-
-            try:  # before any job: a kind not emulated, or no lane that runs operator kinds
-                check_supported(self.spec.operator.kind)
-            except UnsupportedOperator as exc:
-                raise PlanError(str(exc)) from None
-        reasons = [operator_lane_reason(self, k) for k in self.backends]
-        if reasons and all(r is not None for r in reasons):  # nothing would run
+        reasons = [LANES[k].spec_reason(self) for k in self.backends]
+        if all(r is not None for r in reasons):  # nothing would run
             raise PlanError(str(reasons[0]))
-
-        self._check_sql_lanes()
+        for kind in self.backends:  # each lane's own up-front checks, before any work
+            problem = LANES[kind].check(self)
+            if problem is not None:
+                raise PlanError(problem)
         try:  # a test-only knob (workloads.run.planted); malformed: refused before any work
             planted_cost()
         except ValueError as exc:
             raise PlanError(str(exc)) from None
 
-    def _check_sql_lanes(self) -> None:
-        """Up front, when a flink-sql lane runs this spec (one of a kind its SQL job has a
-        query for; otherwise its scenarios are not applicable, as any lane's), the job
-        compiles (the extra's jars and a JDK 17)."""
-        lanes = [kind for kind in self.backends
-                 if sql_lanes.is_sql_lane(kind) and operator_lane_reason(self, kind) is None]
-        if lanes:
-            from backends.flink.sql_job import ensure_sql_job_built
-
-            try:
-                ensure_sql_job_built()
-            except RuntimeError as exc:
-                raise PlanError(str(exc)) from None
-
-    def _check_lane_bounds(self) -> None:
-        """Numbers a Flink lane's wire and Flink cannot carry, refused before any work."""
-        from workloads.limits import flink_lane_problem
-
-        for kind in self.backends:
-            if not flink_lanes.is_lane(kind) or operator_lane_reason(self, kind) is not None:
-                continue
-            for label in self.strategy_labels:
-                if flink_lanes.not_applicable_reason(kind, self.cleanup_of(label)) is not None:
-                    continue  # skipped with its reason, never sent to the lane
-                problem = flink_lane_problem(kind, self.cleanup_of(label))
-                if problem is not None:
-                    raise PlanError(problem)
-
     @property
     def strategy_labels(self) -> tuple[str, ...]:
-        return self.strategies if self.strategies is not None else self.spec.state.strategies
+        """The run's strategies: those given, else the spec's and each lane's own (Spark's
+        lanes expire state in Spark's terms: ``Lane.own_strategies``)."""
+        if self.strategies is not None:
+            return self.strategies
+        own = [s for kind in self.backends for s in LANES[kind].own_strategies]
+        if self.spec.state.ttl_ms is None:
+            own = [s for s in own if backends.parse_strategy(s).name in TTL_FREE_STRATEGIES]
+        return tuple(dict.fromkeys((*self.spec.state.strategies, *own)))
 
     @property
     def aliases(self) -> dict[str, str]:
@@ -254,49 +214,16 @@ class NotApplicable:
         return {"backend": self.backend, "strategy": self.strategy, "reason": self.reason}
 
 
-def operator_lane_reason(cfg: RunConfig, kind: str) -> str | None:
-    """Why lane ``kind`` cannot run ``cfg``'s ``[operator]`` spec (None: it can, or the spec is
-    key-value traffic, except on flink-sql, which runs operator specs only). A comparison that
-    mixes lanes lists such a lane's scenarios as not applicable, as it lists strategies a
-    backend cannot run, instead of refusing the run: one rule for every lane."""
-    if sql_lanes.is_sql_lane(kind):
-        return sql_lanes.spec_problem(
-            kind, None if cfg.spec.operator is None else cfg.spec.operator.kind)
-    if cfg.spec.operator is None:
-        return None
-    if flink_lanes.is_lane(kind):  # flink-heap/-rocksdb run the kinds backends.flink.operators has
-        from backends.flink.operators import lane_reason
-
-        return lane_reason(kind, cfg.spec.operator.kind)
-    from workloads.operators import UnsupportedOperator, check_supported
-
-    try:
-        check_supported(cfg.spec.operator.kind)
-    except UnsupportedOperator as exc:
-        return str(exc)
-    return None
-
-
 def plan_scenarios(cfg: RunConfig) -> tuple[list[Scenario], list[NotApplicable]]:
-    """Runnable scenarios (backend-major order) and the skipped ones with their reasons."""
+    """Runnable scenarios (backend-major order) and the skipped ones with their reasons: each
+    lane says whether it runs the spec at all, then each strategy (``workloads.lanes``)."""
     runnable: list[Scenario] = []
     skipped: list[NotApplicable] = []
-    tc = cfg.spec.state.time_characteristic
     for kind in cfg.backends:
+        lane = LANES[kind]
+        spec_reason = lane.spec_reason(cfg)
         for label in cfg.strategy_labels:
-            strategy = backends.parse_strategy(cfg.cleanup_of(label))
-            # first, a lane that cannot run the spec's operator kind at all
-            reason = operator_lane_reason(cfg, kind)
-            if reason is None and flink_lanes.is_lane(kind):
-                reason = flink_lanes.not_applicable_reason(kind, cfg.cleanup_of(label))
-                if reason is None and cfg.spec.state.ttl_ms is not None:
-                    reason = flink_lanes.ttl_reason(kind, cfg.spec.state.update_type)
-            elif reason is None and sql_lanes.is_sql_lane(kind):
-                reason = sql_lanes.not_applicable_reason(
-                    kind, cfg.cleanup_of(label), cfg.ttl_of(label) is not None,
-                    ttl_sweep=cfg.ttl_sweep_of(label) is not None)
-            elif reason is None:
-                reason = strategy.not_applicable_reason(kind, wall_clock_driven(tc, label))
+            reason = spec_reason if spec_reason is not None else lane.strategy_reason(cfg, label)
             if reason is None:
                 runnable.append(Scenario(kind, label))
             else:
@@ -331,19 +258,6 @@ def spec_time_frame(spec: WorkloadSpec) -> tuple[int, int] | None:
         return None
     timeline = Timeline(spec.time)
     return timeline.start_ms, timeline.start_ms + timeline.duration_ms
-
-
-@dataclass(frozen=True)
-class DataFacts:
-    """What the runner learnt from the keyed data: events per task and the time frame."""
-
-    task_counts: tuple[tuple[int, int], ...]
-    start_ms: int
-    end_ms: int
-
-    @property
-    def events(self) -> int:
-        return sum(c for _, c in self.task_counts)
 
 
 def operator_config(

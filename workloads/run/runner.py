@@ -18,14 +18,12 @@ same for every engine, so they live here, once:
   one Spark task per operator task.
 
 Two seams keep new lanes small. An engine decides only *where* tasks run and how their input
-batches reach them; *what* runs per task is chosen by backend kind in
-:func:`workloads.run.tasks.task_operator`, independent of the engine. The Flink lane
-(backends ``flink-heap`` / ``flink-rocksdb``: a JVM worker per task fed record batches,
-``workloads.run.flink_lane``) is one ``TaskOperator`` in that factory (``process(batch)``,
-``finish() -> rows``, ``close()``), and both engines above drive it unchanged; a different way
+batches reach them; *what* runs is the lane's (``workloads.lanes``), independent of the engine.
+A task lane (statebench's backends, Flink's keyed backends in a JVM worker per task) makes each
+task's ``TaskOperator`` (``process(batch)``, ``finish() -> rows``, ``close()``), which both
+engines above drive unchanged; a job lane (a real Flink SQL job, a Spark streaming query) reads
+its own source and runs a whole scenario x repetition here, whatever the engine. A different way
 of running tasks (a cluster of JVMs of its own) would be a new ``Engine``, driven by this loop.
-The ``flink-sql`` lanes are the one exception: a scenario is one real Flink SQL job that reads
-its own source (``workloads.run.sql_lane``), run here whatever the engine.
 """
 
 from __future__ import annotations
@@ -37,8 +35,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from backends.flink import lanes as flink_lanes
-from backends.flink.sql_lanes import is_sql_lane
+from workloads.lanes import LANES
 from workloads.run.config import OperatorConfig
 from workloads.run.metrics import attempts, finalize_rows, job_rows, not_applicable_rows
 from workloads.run.plan import (
@@ -49,7 +46,6 @@ from workloads.run.plan import (
     operator_config,
     plan_scenarios,
 )
-from workloads.run.sql_lane import run_sql_scenario
 
 JobCallback = Callable[[Scenario, int], None]
 
@@ -82,11 +78,11 @@ WARMUP_ROUND = -1
 
 def keeps_state(backend: str) -> bool:
     """Whether a backend's jobs run in a process kept from one job to the next whose speed
-    depends on what it ran before: Flink's lanes keep a JVM per Python worker
-    (``workloads.run.flink_workers``), and a kept JVM's JIT goes on compiling over its first
-    tasks. statebench's own backends run Python, which compiles nothing as it runs, and a
-    flink-sql scenario starts a Flink job of its own."""
-    return flink_lanes.is_lane(backend)
+    depends on what it ran before (its lane's ``keeps_state``): Flink's keyed lanes keep a JVM
+    per Python worker (``workloads.lanes.flink_workers``), and a kept JVM's JIT goes on
+    compiling over its first tasks. statebench's own backends run Python, which compiles
+    nothing as it runs, and a flink-sql scenario starts a Flink job of its own."""
+    return LANES[backend].keeps_state
 
 
 def round_order(scenarios: Sequence[Any], seed: int, round_index: int | str) -> list[Any]:
@@ -124,11 +120,10 @@ def job_order(scenarios: Sequence[Any], rounds: int, seed: int,
     repetition r of two strategies of one backend ran in the same round, back to back.
 
     Why the warm-up: a JVM's JIT keeps speeding up a Flink lane over its first tasks even after
-    its synthetic warm-up stream (``flink_lane._warm_up``). Measured on flink-heap
-    (sessions-churn, value ops only) scenario by scenario, whichever strategy ran first on a
-    fresh JVM came out 2-2.5x slower than the next (none 3.5 M vs full_snapshot 8.2 M records/s,
-    and 6.5 M vs 3.8 M with the order swapped). A shuffled order spreads that over strategies,
-    but leaves it in round 0, where it reads as drift that hits one strategy of the round.
+    its synthetic warm-up stream (``flink_task._warm_up``): whichever strategy runs first on a
+    fresh JVM comes out slower than the next (docs/measurements.md, "A kept JVM's first jobs").
+    A shuffled order spreads that over strategies, but leaves it in round 0, where it reads as
+    drift that hits one strategy of the round.
     """
     warm = [s for s in scenarios if keeps_state(s.backend)] if warm_up else []
     jobs = [(WARMUP_ROUND, s) for s in round_order(warm, seed, "warm-up")]
@@ -174,10 +169,11 @@ def run(cfg: RunConfig, engine: Engine, on_job: JobCallback | None = None) -> Ru
         for rep, scenario in jobs:
             op_cfg = operator_config(cfg, scenario, rep, facts)
             t0 = time.perf_counter()
-            if is_sql_lane(scenario.backend):  # a whole SQL job of its own, on any engine
-                rows = run_sql_scenario(cfg, op_cfg, facts)
-            else:
+            lane = LANES[scenario.backend]
+            if lane.runs_tasks:  # the engine feeds its tasks
                 rows = engine.run_job(op_cfg)
+            else:  # a whole job of its own (a Flink SQL job, a Spark query), on any engine
+                rows = lane.run_job(cfg, op_cfg, facts)
             seconds = time.perf_counter() - t0
             if rep == WARMUP_ROUND:  # unmeasured: only its cost is kept
                 warm_seconds[op_cfg.scenario.label] = seconds
@@ -189,6 +185,8 @@ def run(cfg: RunConfig, engine: Engine, on_job: JobCallback | None = None) -> Ru
                 on_job(scenario, rep)
     finally:
         engine.release()
+        for kind in cfg.backends:
+            LANES[kind].release()
     parts.append(not_applicable_rows(cfg.run_id, cfg.spec.name,
                                      [(n.backend, n.strategy) for n in skipped]))
     raw = pa.concat_tables(parts)

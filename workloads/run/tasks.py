@@ -1,27 +1,18 @@
-"""Which operator runs a task, and driving any number of tasks from one stream of record batches.
+"""Driving any number of tasks from one stream of record batches.
 
 :func:`run_operator_batches` is the body of the Spark engine's operator stage (``mapInArrow``)
 and of the in-process engine alike, so both measure the same code. Which operator runs a task
-is chosen by backend kind in :data:`OPERATORS`, never by the engine: statebench's backends run
-:class:`~workloads.run.keyed_operator.KeyedOperator`, Flink's lanes
-:class:`~workloads.run.flink_lane.FlinkLaneOperator`."""
+is the task's lane's (``workloads.lanes``: ``Lane.task_operator``), never the engine's."""
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 
-import backends
-from backends.flink.lanes import LANE_KINDS
-from backends.flink.operators import OPERATOR_LANES, lane_reason
-from workloads.operators import check_supported
-from workloads.operators.task import OperatorTask
+from workloads.lanes import lane
+from workloads.lanes.base import TaskOperator
 from workloads.run.config import OperatorConfig
-from workloads.run.flink_lane import FlinkLaneOperator
-from workloads.run.flink_operator_lane import FlinkOperatorLane
-from workloads.run.keyed_operator import KeyedOperator
 from workloads.run.keying import tasks_for_keys
 from workloads.run.metrics import (
     MetricRows,
@@ -29,53 +20,11 @@ from workloads.run.metrics import (
 )
 
 
-class TaskOperator(Protocol):
-    """What runs one task's events: fed its batches in time order, then asked for its rows."""
-
-    def process(self, batch: pa.RecordBatch) -> None: ...
-
-    def finish(self) -> list[Row]: ...
-
-    def close(self) -> None: ...
-
-
-#: The task operator of each backend kind. Engines never choose one themselves, so a new lane
-#: (e.g. ``flink-heap``/``flink-rocksdb``: a JVM worker per task fed these record batches) is
-#: one entry here, run by every engine (see ``workloads.run.runner``).
-OPERATORS: dict[str, Callable[[OperatorConfig, int, int, int | None], TaskOperator]] = {
-    **dict.fromkeys(backends.BACKEND_KINDS, KeyedOperator),
-    **dict.fromkeys(LANE_KINDS, FlinkLaneOperator),
-}
-#: The task operator of an ``[operator]`` spec (workloads.operators) per backend kind:
-#: statebench's backends emulate it in Python, flink-heap/-rocksdb run it in the JVM worker
-#: against Flink's keyed backend (``backends.flink.operators.lane_reason`` says which kinds);
-#: flink-forst has none and refuses it.
-OPERATOR_KIND_TASKS: dict[str, Callable[[OperatorConfig, int, int, int | None], TaskOperator]] = {
-    **dict.fromkeys(backends.BACKEND_KINDS, OperatorTask),
-    **dict.fromkeys(OPERATOR_LANES, FlinkOperatorLane),
-}
-
-
 def task_operator(
     cfg: OperatorConfig, task: int, attempt: int = 0, attempt_id: int | None = None
 ) -> TaskOperator:
-    """The operator for ``task`` of ``cfg``'s scenario, chosen by its backend kind (and by
-    whether the spec has an ``[operator]``)."""
-    if cfg.operator is not None:
-        kind = cfg.operator.kind  # type: ignore[attr-defined]
-        if cfg.backend in LANE_KINDS:
-            reason = lane_reason(cfg.backend, kind)
-            if reason is not None:
-                raise ValueError(reason)
-        else:
-            check_supported(kind)
-        return OPERATOR_KIND_TASKS[cfg.backend](cfg, task, attempt, attempt_id)
-    make = OPERATORS.get(cfg.backend)
-    if make is None:
-        raise ValueError(
-            f"no task operator for backend '{cfg.backend}'; known: {', '.join(OPERATORS)}"
-        )
-    return make(cfg, task, attempt, attempt_id)
+    """The operator for ``task`` of ``cfg``'s scenario: its lane's."""
+    return lane(cfg.backend).task_operator(cfg, task, attempt, attempt_id)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -23,10 +23,7 @@ default master is ``local[*]``; any cluster via ``master`` (or ``spark-submit``'
 
 from __future__ import annotations
 
-import os
 import re
-import sys
-import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +32,10 @@ import pyarrow as pa
 
 from workloads.run.config import OperatorConfig
 from workloads.run.engines.schedule import check_schedule
+from workloads.run.engines.spark_progress import tracked
+from workloads.run.engines.spark_session import (
+    get_session,
+)
 from workloads.run.metrics import METRIC_DDL, METRIC_SCHEMA
 from workloads.run.plan import DataFacts, RunConfig, RunOutcome, spec_time_frame
 from workloads.run.runner import JobCallback, run
@@ -45,8 +46,6 @@ from workloads.spec import WorkloadSpec
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-DEFAULT_MASTER = "local[*]"
-LOOPBACK = "127.0.0.1"
 SPARK_HASH_SEED = 42
 PREFETCH_BYTES = 256 << 20  # input read ahead per Spark task (see prefetch)
 
@@ -174,125 +173,6 @@ def _unwrapped(action: Callable[[], Any]) -> Any:
         if error is None:
             raise
         raise error from exc
-
-
-# ------------------------------------------------------------------------------------------------
-# Session
-# ------------------------------------------------------------------------------------------------
-
-
-def loopback_environment() -> None:
-    """Environment for everything Spark starts from this process: loopback only, this Python."""
-    os.environ["SPARK_LOCAL_IP"] = LOOPBACK
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-
-
-def session_conf(shuffle_partitions: int = 2) -> dict[str, str]:
-    """The SparkSession settings statebench needs (see the module docstring)."""
-    return {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.driver.bindAddress": LOOPBACK,
-        "spark.driver.host": LOOPBACK,
-        "spark.executorEnv.SPARK_LOCAL_IP": LOOPBACK,
-        "spark.pyspark.python": sys.executable,
-        "spark.pyspark.driver.python": sys.executable,
-        "spark.sql.shuffle.partitions": str(shuffle_partitions),
-        # AQE would coalesce the P shuffle partitions and put several tasks in one Spark task
-        "spark.sql.adaptive.enabled": "false",
-        "spark.speculation": "false",
-    }
-
-
-def launched_by_spark_submit() -> bool:
-    """True inside ``spark-submit``: its JVM is already up and owns the master setting."""
-    return "PYSPARK_GATEWAY_PORT" in os.environ
-
-
-def get_session(master: str | None = None, app_name: str = "statebench") -> SparkSession:
-    """This process's SparkSession (created on first use; later calls return the same one).
-
-    ``master`` None: spark-submit's master when launched by it, else ``local[*]``. A master
-    that is not a valid URL or does not answer, or a JVM that will not start, is one
-    :class:`~workloads.errors.InfrastructureError` naming the cause (see ``masters.py``)."""
-    from workloads.errors import InfrastructureError
-    from workloads.run.engines.masters import check_master_reachable, check_master_url
-
-    if master is not None:
-        check_master_url(master)
-        check_master_reachable(master)
-    loopback_environment()
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.appName(app_name)
-    if master is not None or not launched_by_spark_submit():
-        builder = builder.master(master or DEFAULT_MASTER)
-    for key, value in session_conf().items():
-        builder = builder.config(key, value)
-    shown = master or DEFAULT_MASTER
-    try:
-        if shown.startswith("spark://"):
-            spark = _create_within(builder, REGISTRATION_TIMEOUT_S, shown)
-        else:
-            spark = builder.getOrCreate()
-        stopped = bool(spark.sparkContext._jsc.sc().isStopped())
-    except InfrastructureError:
-        raise
-    except Exception as exc:  # JAVA_GATEWAY_EXITED, Py4JJavaError, a context stopped while made
-        text = str(exc).strip()
-        if "stopped SparkContext" in text:
-            cause = f"All masters are unresponsive (Spark could not register with {shown})"
-        else:
-            cause = text.splitlines()[0] if text else type(exc).__name__
-        raise InfrastructureError(
-            f"could not start Spark with master {shown}: {cause}. Check the --master URL, that "
-            "the master is running and reachable, and that Java is installed (JAVA_HOME)"
-        ) from exc
-    if stopped:
-        raise InfrastructureError(
-            f"could not start Spark with master {shown}: All masters are unresponsive (the "
-            "context stopped right after it started). Check the --master URL and that the "
-            "master is running and reachable")
-    # FATAL, not ERROR: a failed task's error reaches the driver as an exception (made one line
-    # by driver_error); Spark's ERROR log of the same task printed it again, 30-140 lines
-    spark.sparkContext.setLogLevel("FATAL")
-    return spark
-
-
-#: Seconds a standalone master gets to register the application. Spark's own retries take about
-#: a minute (3 x 20 s, not configurable) before it stops the context; a master that has not
-#: answered by then will not, and the user hears so within a minute of starting.
-REGISTRATION_TIMEOUT_S = 40.0
-
-
-def _create_within(builder: Any, timeout_s: float, master: str) -> SparkSession:
-    """``builder.getOrCreate()`` on a helper thread, given up after ``timeout_s`` (a master
-    port that accepts connections but never registers the application would block it for
-    Spark's full retry minute). The abandoned JVM ends with this process."""
-    from workloads.errors import InfrastructureError
-
-    box: dict[str, Any] = {}
-
-    def create() -> None:
-        try:
-            box["spark"] = builder.getOrCreate()
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-
-    worker = threading.Thread(target=create, name="statebench-spark-session", daemon=True)
-    worker.start()
-    worker.join(timeout_s)
-    if worker.is_alive():
-        raise InfrastructureError(
-            f"--master {master}: All masters are unresponsive (no Spark master registered this "
-            f"application within {timeout_s:g} s, although the port accepts connections). "
-            "Check that the URL is the master's spark:// address (not its web UI port), that "
-            "the master is running and that its log shows no errors")
-    if "error" in box:
-        raise box["error"]
-    return box["spark"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -454,6 +334,10 @@ class SparkEngine:
         self.spark = spark
         self._keyed: DataFrame | None = None
         self._fail_task_once: int | None = None
+        self._records = 0
+        #: ``on_progress(records read, records of the job)`` within each job, from Spark's
+        #: status tracker (``spark_progress``: completed tasks' share)
+        self.on_progress: Callable[[int, int], None] | None = None
 
     @property
     def name(self) -> str:
@@ -470,13 +354,15 @@ class SparkEngine:
         keyed = self._keyed
         facts = _unwrapped(lambda: data_facts(keyed, cfg))
         check_schedule(cfg, facts)  # before any job
+        self._records = facts.events
         return facts
 
     def run_job(self, op_cfg: OperatorConfig) -> pa.Table:
         assert self._keyed is not None, "prepare() first"
         fn = _operator_fn(op_cfg, self._fail_task_once)
         job = self._keyed.mapInArrow(fn, METRIC_DDL)
-        return _normalise(_unwrapped(job.toArrow))
+        with tracked(self.spark.sparkContext, self._records, self.on_progress):
+            return _normalise(_unwrapped(job.toArrow))
 
     def release(self) -> None:
         if self._keyed is not None:

@@ -133,6 +133,27 @@ final class Events implements CommandFamily {
         long lastT = Long.MIN_VALUE;
         // paced: schedule lag (clock ms, stored as ms * 1e6 in the latency buckets), late records
         final long[] lagBuckets = new long[NUM_BUCKETS];
+
+        /**
+         * The header every lane's open starts with, read in one place (the key-value lanes, the
+         * ForSt async lane and the operator lane): i64 ttl ms, the TTL fields
+         * (FlinkBackend.readTtl), u8 clock, f64 speedup, i64 start ms, i64 warm-up records, u8
+         * verify (only where {@code withVerify}: the operator lane has none), u8 latency
+         * histogram. Returns the TTL configuration (null without a TTL).
+         */
+        StateTtlConfig readHeader(Wire.In in, boolean withVerify) {
+            ttlMs = in.i64();
+            StateTtlConfig ttl = FlinkBackend.readTtl(in, ttlMs);
+            int clock = in.u8();
+            wall = clock != CLOCK_RECORD;
+            paced = clock == CLOCK_PACED;
+            speedup = Double.longBitsToDouble(in.i64());
+            startMs = in.i64();
+            warmLeft = in.i64();
+            verify = withVerify && in.u8() == 1 && ttlMs > 0;
+            latency = in.u8() == 1;
+            return ttl;
+        }
         long released;
         long late;
         // post-warm-up records (and their loop ns) while a checkpoint's async phase ran
@@ -410,16 +431,7 @@ final class Events implements CommandFamily {
         Lane l = new Lane();
         l.valueType = in.u8();
         int mask = in.u8();
-        l.ttlMs = in.i64();
-        StateTtlConfig ttl = FlinkBackend.readTtl(in, l.ttlMs);
-        int clock = in.u8();
-        l.wall = clock != CLOCK_RECORD;
-        l.paced = clock == CLOCK_PACED;
-        l.speedup = Double.longBitsToDouble(in.i64());
-        l.startMs = in.i64();
-        l.warmLeft = in.i64();
-        l.verify = in.u8() == 1 && l.ttlMs > 0;
-        l.latency = in.u8() == 1;
+        StateTtlConfig ttl = l.readHeader(in, true);
         l.refresh = ttl != null
                 && ttl.getUpdateType() == StateTtlConfig.UpdateType.OnReadAndWrite;
         l.originNanos = System.nanoTime();

@@ -378,16 +378,7 @@ final class ForStAsyncLane implements CommandFamily {
         Events.Lane l = new Events.Lane();
         l.valueType = in.u8();
         int mask = in.u8();
-        l.ttlMs = in.i64();
-        StateTtlConfig ttl = v2Ttl(FlinkBackend.readTtl(in, l.ttlMs));
-        int clock = in.u8();
-        l.wall = clock != Events.CLOCK_RECORD;
-        l.paced = clock == Events.CLOCK_PACED;
-        l.speedup = Double.longBitsToDouble(in.i64());
-        l.startMs = in.i64();
-        l.warmLeft = in.i64();
-        l.verify = in.u8() == 1 && l.ttlMs > 0;
-        l.latency = in.u8() == 1;
+        StateTtlConfig ttl = v2Ttl(l.readHeader(in, true));
         l.refresh = ttl != null
                 && ttl.getUpdateType() == StateTtlConfig.UpdateType.OnReadAndWrite;
         l.originNanos = System.nanoTime();

@@ -214,15 +214,7 @@ final class Operators implements CommandFamily {
         Params p = new Params();
         p.kind = in.u8();
         Events.Lane l = new Events.Lane();
-        l.ttlMs = in.i64();
-        StateTtlConfig ttl = FlinkBackend.readTtl(in, l.ttlMs);
-        int clock = in.u8();
-        l.wall = clock != Events.CLOCK_RECORD;
-        l.paced = clock == Events.CLOCK_PACED;
-        l.speedup = Double.longBitsToDouble(in.i64());
-        l.startMs = in.i64();
-        l.warmLeft = in.i64();
-        l.latency = in.u8() == 1;
+        StateTtlConfig ttl = l.readHeader(in, false);
         p.bound = in.i64();
         p.windowMs = in.i64();
         p.slideMs = in.i64();

@@ -74,14 +74,14 @@ from backends.flink.sql_job import (
     run_sql_jobs,
     write_events_csv,
 )
-from backends.flink.sql_lanes import SQL_LANES, query_time_after_num_entries, spec_problem
+from backends.flink.sql_lanes import SQL_LANES, query_time_after_num_entries
+from workloads.lanes.base import RunView
 from workloads.nexmark import NEXMARK_SCHEMA, generate_nexmark
 from workloads.operators.input import nexmark_config
-from workloads.run import tempdirs
+from workloads.run import run_tempdirs
 from workloads.run.checkpoints import slug
-from workloads.run.config import OperatorConfig
+from workloads.run.config import DataFacts, OperatorConfig
 from workloads.run.metrics import NO_TIME, MetricRows, Row
-from workloads.run.plan import DataFacts, RunConfig
 from workloads.spec import WorkloadSpec
 
 TOTAL_TASK = -1
@@ -130,14 +130,12 @@ def input_memory_problem(spec: WorkloadSpec, available: int) -> str | None:
             "are available; lower --events")
 
 
-def sql_job_config(cfg: RunConfig, op_cfg: OperatorConfig, events: Path, count: int,
+def sql_job_config(cfg: RunView, op_cfg: OperatorConfig, events: Path, count: int,
                    checkpoint_dir: Path) -> SqlJobConfig:
     """The SQL job of one flink-sql scenario (module docstring)."""
     op = cfg.spec.operator
-    problem = spec_problem(op_cfg.backend, None if op is None else op.kind)
-    if problem is not None:
-        raise ValueError(problem)
-    assert op is not None and cfg.spec.time is not None
+    if op is None or cfg.spec.time is None:  # the lane's spec_reason refuses it before
+        raise ValueError(f"{op_cfg.scenario.label}: no [operator] query to run")
     speedup = cfg.speedup
     backend = SQL_LANES[op_cfg.backend]
     options = dict(cfg.spec.rocksdb.options())
@@ -200,16 +198,16 @@ def report_rows(op_cfg: OperatorConfig, report: dict[str, Any], end_ms: int) -> 
     return rows
 
 
-def run_sql_scenario(cfg: RunConfig, op_cfg: OperatorConfig, facts: DataFacts) -> pa.Table:
+def run_sql_scenario(cfg: RunView, op_cfg: OperatorConfig, facts: DataFacts) -> pa.Table:
     """Run one flink-sql scenario x repetition as a SQL job; its rows (METRIC_SCHEMA).
 
     The events CSV and the job's folders live in an owner-tagged temporary folder under the
-    run's ``local_dir`` (the system's when None: ``workloads.run.tempdirs``, so a start-up after
+    run's ``local_dir`` (the system's when None: ``workloads.run.run_tempdirs``, so a start-up after
     a ``kill -9`` sweeps it); checkpoints go under ``checkpoint_root`` when the run has one,
     else into that temporary folder (the job always checkpoints: on HashMap, checkpoints are
     its only state measure). Flink discards a finished job's completed checkpoints, so under
     ``checkpoint_root`` the job's folder is removed again once it is empty."""
-    with tempdirs.temp_dir("statebench-flink-sql-", dir=cfg.local_dir) as tmp:
+    with run_tempdirs.temp_dir("statebench-flink-sql-", dir=cfg.local_dir) as tmp:
         work = Path(tmp)
         events = work / "events.csv"
         count = write_events_csv(events_in_time_order(cfg.spec), events)

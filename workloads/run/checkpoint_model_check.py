@@ -15,7 +15,10 @@ count is reported).
 Both sides' rates are post-warm-up records over time (the lanes: over the task's busy time;
 the job: from the record that ends the warm-up to the last record, wall time, since a job's task
 thread has no other work to exclude), and the strategy ratio is ``none`` / ``full_snapshot``
-per backend. ``python -m workloads.run.real_job [SPEC] [--events N] ...`` prints both sides.
+per backend. ``python -m workloads.run.checkpoint_model_check [SPEC] [--events N] ...`` prints
+both sides and exits 1 when a lane's ratio is further than TOLERANCE from the real job's: a timed
+check of several minutes, so a benchmark command (docs/checkpoints.md), not a test of every CI
+run.
 """
 
 from __future__ import annotations
@@ -34,10 +37,10 @@ import pyarrow as pa
 
 from backends.flink.real_job import EventFile, RealJobConfig, run_real_job
 from backends.flink.register import rocksdb_configuration, ttl_fields
-from workloads.run import tempdirs
+from workloads.lanes.flink_task import compaction_options
+from workloads.run import run_tempdirs
 from workloads.run.config import OperatorConfig
 from workloads.run.engines.inprocess import InProcessEngine, data_facts
-from workloads.run.flink_lane import compaction_options
 from workloads.run.plan import DataFacts, RunConfig, Scenario, operator_config, spec_time_frame
 from workloads.run.runner import run
 from workloads.run.source import keyed_table
@@ -95,6 +98,11 @@ class Comparison:
         """How far apart the two ratios are (>= 1; the check wants <= TOLERANCE)."""
         a, b = self.lane_ratio(lane), self.real_ratio(lane)
         return max(a, b) / min(a, b)
+
+    def disagreeing(self) -> list[str]:
+        """The lanes whose ratio is further than TOLERANCE from the real job's: the check's
+        failing verdict (the command exits 1)."""
+        return [lane for lane in self.lanes if self.agreement(lane) > TOLERANCE]
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"spec": self.spec, "events": self.events, "backends": {}}
@@ -160,7 +168,7 @@ def real_job_config(cfg: RunConfig, facts: DataFacts, lane: str, strategy: str,
                     events: Path, checkpoint_dir: Path,
                     interval_ms: int | None = None) -> RealJobConfig:
     """The job of one lane x strategy: its TTL fields, compaction-filter settings, RocksDB
-    options and checkpoint mode exactly as the lane opens its worker (flink_lane._open)."""
+    options and checkpoint mode exactly as the lane opens its worker (flink_task._open)."""
     op = operator_config(cfg, Scenario(lane, strategy), 0, facts)
     query, periodic = compaction_options(op.cleanup or op.strategy, dict(op.rocksdb_options))
     kind = LANES[lane]
@@ -206,7 +214,7 @@ def compare(spec: WorkloadSpec, lanes: tuple[str, ...] = tuple(LANES), paralleli
     for lane in lanes:
         if lane not in LANES:
             raise ValueError(f"unknown lane {lane!r}; expected one of {', '.join(LANES)}")
-    with tempdirs.temp_dir("statebench-real-job-",  # owner-tagged: swept after a kill -9
+    with run_tempdirs.temp_dir("statebench-real-job-",  # owner-tagged: swept after a kill -9
                            dir=None if root is None else str(root)) as tmp:
         work = Path(tmp)
         cfg = _run_config(spec, lanes, parallelism, work, repetitions)
@@ -264,7 +272,8 @@ def format_comparison(c: Comparison) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m workloads.run.real_job", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m workloads.run.checkpoint_model_check",
+                                description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("spec", nargs="?", default=None,
                    help="a spec name or file (default: the issue's churn shape, churn_spec())")
@@ -293,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(result.as_dict(), indent=1) if args.json else format_comparison(result))
-    return 0
+    return 1 if result.disagreeing() else 0
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 emulated operator (``workloads.operators``) run by the JVM worker against Flink's own keyed
 state backend (``backends.flink.operators``, ``statebench.flink.Operators``).
 
-It is :class:`~workloads.run.flink_lane.FlinkLaneOperator` with the operator family in place of
+It is :class:`~workloads.lanes.flink_task.FlinkLaneOperator` with the operator family in place of
 key-value events: the same barriers, checkpoints (Flink's own snapshots, asynchronous phase on
 the worker's checkpoint thread), samples, clock, pacing, busy time and summary rows, with
 
@@ -35,12 +35,12 @@ import pyarrow as pa
 
 from backends.flink import operators as wire_ops
 from backends.flink.register import ttl_fields
+from workloads.lanes.flink_task import FlinkLaneOperator, compaction_options
+from workloads.lanes.flink_workers import WorkerPool
 from workloads.operators.task import CHANGED_METRICS, CHANGED_SHARE, OPERATOR_METRICS
-from workloads.run import tempdirs
+from workloads.run import run_tempdirs
 from workloads.run.barriers import CHECKPOINT, INFINITY, Barrier
 from workloads.run.config import OperatorConfig
-from workloads.run.flink_lane import FlinkLaneOperator, compaction_options
-from workloads.run.flink_workers import WorkerPool
 from workloads.run.metrics import NO_TIME
 from workloads.run.state_setup import ttl_config_of
 
@@ -167,4 +167,4 @@ class FlinkOperatorLane(FlinkLaneOperator):
         worker, self.worker = self.worker, None
         if worker is not None:
             self.workers.give_back(worker)
-        tempdirs.remove(self._local)
+        run_tempdirs.remove(self._local)

@@ -89,16 +89,16 @@ import pyarrow as pa
 
 import backends
 from backends.flink import FlinkWorker, events, lanes
-from backends.flink.lanes import LANE_KINDS, not_applicable_reason
+from backends.flink.lanes import LANE_KINDS
 from backends.flink.register import ttl_fields
 from backends.keygroups import KeyGroupRange
 from backends.ttl_config import DEFAULT_PERIODIC_COMPACTION_MS, DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES
+from workloads.lanes.flink_workers import TIMEOUT_S, WorkerPool
 from workloads.ops import Op
 from workloads.run import checkpoints as ck
-from workloads.run import tempdirs
+from workloads.run import run_tempdirs
 from workloads.run.barriers import CHECKPOINT, INFINITY, Barrier, barrier_schedule
 from workloads.run.config import OperatorConfig, local_root, paced, wall_clock_driven
-from workloads.run.flink_workers import TIMEOUT_S, WorkerPool
 from workloads.run.metrics import (
     ATTEMPT,
     CHECKPOINT_ASYNC_METRICS,
@@ -235,9 +235,6 @@ class FlinkLaneOperator:
     ) -> None:
         if cfg.backend not in LANE_KINDS:
             raise ValueError(f"'{cfg.backend}' is not a Flink lane ({', '.join(LANE_KINDS)})")
-        reason = not_applicable_reason(cfg.backend, cfg.cleanup or cfg.strategy)
-        if reason is not None:
-            raise RuntimeError(f"{cfg.scenario.label}: {reason}; the runner should have skipped it")
         self.cfg = cfg
         self.task = task
         self.attempt = attempt
@@ -261,7 +258,7 @@ class FlinkLaneOperator:
         self._next_barrier = self._barriers[0].time_ms if self._barriers else INFINITY
         self._ckpt_target = self._checkpoint_target()
         self._last_checkpoint: Barrier | None = None
-        self._local = tempdirs.make(f"statebench-flink-t{task}-", dir=local_root(cfg))
+        self._local = run_tempdirs.make(f"statebench-flink-t{task}-", dir=local_root(cfg))
         # ForSt's primary ("remote") folder: a separate folder of the task's own, or with
         # FORST_PRIMARY_ENV=checkpoint one under the task's checkpoint folder (forst_primary)
         self._primary_in_checkpoint = False
@@ -271,7 +268,7 @@ class FlinkLaneOperator:
                 self._primary = f"{self._ckpt_target}/shared/forst-primary"
                 self._primary_in_checkpoint = True
             else:
-                self._primary = tempdirs.make(f"statebench-forst-primary-t{task}-",
+                self._primary = run_tempdirs.make(f"statebench-forst-primary-t{task}-",
                                               dir=local_root(cfg))
         self.worker: FlinkWorker | None = None
         try:
@@ -538,6 +535,6 @@ class FlinkLaneOperator:
         worker, self.worker = self.worker, None
         if worker is not None:
             self.workers.give_back(worker)  # disposes this task's backend before its folder goes
-        tempdirs.remove(self._local)
+        run_tempdirs.remove(self._local)
         if self._primary is not None and not self._primary_in_checkpoint:
-            tempdirs.remove(self._primary)  # (one in the checkpoint folder goes with it)
+            run_tempdirs.remove(self._primary)  # (one in the checkpoint folder goes with it)

@@ -1,0 +1,472 @@
+"""A key-value spec's operations as a real Structured Streaming query: ``transformWithState``
+on Spark's RocksDB state store, fed micro-batches on a paced clock.
+
+What runs: the events (one row each: ``key``, ``ord`` = position in time order, ``op`` code,
+``v`` = the value to write, ``mk`` = map key) are cut into slices of ``slice_ms`` wall ms by
+their release time, each slice one Parquet file written ahead into a staging folder; a feeder
+thread renames each file into the query's input folder when the wall clock reaches its slice
+(a rename is atomic, so Spark's file source never lists half a file). The query
+(``groupBy(key).transformWithState(SpecProcessor, ..., "ProcessingTime")``, a processing-time
+trigger every ``trigger_ms``, a memory sink) picks up whatever was released since its last
+batch. :class:`SpecProcessor` keeps one state variable per spec state type (value, list, map)
+and applies each event's operation to it, in ``ord`` order within a key (Spark's grouping sort
+does not keep the input's order), and emits one output row per event: its ``ord``, the batch's
+timestamp and a hash of what a read returned (:func:`result_hash`; 0 for writes).
+
+WHY one output row per event: the batch timestamp of every event is the clock Spark's TTL ran
+on, so the driver can replay Spark's expiry rules exactly (``backends.spark.tws_model``) to
+count what the store held against what the spec's TTL says is live, and the oracle can run
+statebench's backends on the same clock.
+
+Spark's TTL, from Spark's source (sql/core/.../transformwithstate/ttl/TTLState.scala,
+ValueStateImplWithTTL.scala, ListStateImplWithTTL.scala, MapStateImplWithTTL.scala,
+statefulprocessor/StatefulProcessorHandleImpl.scala, TransformWithStateExecBase.scala and the
+Python operator's TransformWithStateInPySparkExec.scala):
+
+* the clock is the micro-batch's timestamp (``batchTimestampMs``), fixed for the whole batch;
+  a write (``update``, ``appendValue``, ``updateValue``) sets the unit's expiration to
+  ``batchTimestampMs + ttlDurationMs``; a read never changes it (update on write only:
+  Flink's OnCreateAndWrite; there is no OnReadAndWrite);
+* a unit is expired when ``batchTimestampMs >= expiration`` (``StateTTL.isExpired``), the
+  same rule as Flink's ``lastWrite + ttl <= now``;
+* reads never return an expired unit (``get`` returns null, list ``get`` and map iterators
+  filter them; Flink's NeverReturnExpired; there is no ReturnExpiredIfNotCleanedUp) and never
+  delete it (no read-time cleanup);
+* expired units are removed only by ``doTtlCleanup``, which runs once per partition at the end
+  of every batch, after the data and the timers, before the store commits (its time is inside
+  ``commitTimeMs`` in the Python operator): it range-scans a ``$ttl_<state>`` secondary index
+  ordered by expiration (list state indexes each key's minimum expiration and rewrites the
+  list) and deletes every unit whose expiration is <= the batch timestamp; the count is
+  ``numValuesRemovedDueToTTLExpiry``;
+* in processing-time mode the operator asks for a batch even when no data arrived
+  (``shouldRunAnotherBatch`` is always true), so cleanup and timers run at every trigger;
+* ``MapStateImplWithTTL.removeKey`` deletes the entry's row but not its ``$ttl_`` index
+  entry; when that orphan expires the sweep deletes whatever row the map key has then - an
+  entry put again since, live by its own TTL, included - and counts a removal either way
+  (``backends.spark.tws_model`` replays it; tests/spark/test_spark_tws_oracle.py runs it).
+
+So between two batches expired units stay in the store (and its checkpoints) but are never
+returned: the expired-present state of a Spark TTL lasts at most one trigger interval plus a
+batch's duration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+try:  # the processor's base class: a plain object where pyspark is missing (the lane's
+    # check() then says so), so that importing this module never fails
+    from pyspark.sql.streaming import StatefulProcessor
+except ImportError:  # pragma: no cover - pyspark is a core dependency
+    StatefulProcessor = object  # type: ignore[assignment,misc]
+
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+#: The three state types Spark's transformWithState has (value, list and map state).
+SPARK_STATE_TYPES = ("value", "list", "map")
+#: Spark column types of the spec's value types.
+VALUE_DDL = {"long": "bigint", "string": "string", "bytes": "binary"}
+#: The query's output: one row per event (see the module docstring).
+OUTPUT_DDL = "ord bigint, t bigint, r bigint"
+#: Written values' hash of "nothing" (a read of a missing value), and of a write event.
+WRITE_RESULT = 0
+
+
+def result_hash(result: Any) -> int:
+    """A stable 63-bit hash of what a read returned (Python's ``hash`` of a str differs from
+    process to process; Spark's workers are other processes)."""
+    digest = hashlib.blake2b(repr(result).encode(), digest_size=8).digest()
+    return (int.from_bytes(digest, "big") >> 1) or 1
+
+
+def plain(value: Any) -> Any:
+    """A state value as the spec wrote it (Spark returns binary values as ``bytearray``)."""
+    return bytes(value) if isinstance(value, bytearray) else value
+
+
+@dataclass(frozen=True)
+class ProcessorSettings:
+    """What :class:`SpecProcessor` needs (pickled to Spark's Python workers)."""
+
+    state_types: tuple[str, ...]
+    value_type: str
+    #: op name -> wire code (``workloads.ops.Op``; passed in, as backends never import workloads)
+    op_codes: tuple[tuple[str, int], ...]
+    #: Spark's ``ttlDurationMs`` on every state variable (spark_ttl); None: no TTL
+    ttl_ms: int | None = None
+    #: spark_timer: a processing-time timer this many ms after a key's last write clears it
+    timer_ms: int | None = None
+
+
+class SpecProcessor(StatefulProcessor):  # type: ignore[misc]
+    """Applies a spec's operations to one value, one list and one map state per key.
+
+    ``spark_timer``: what Spark users wrote before state TTL: each batch that writes a key
+    deletes the key's timer and registers one at ``batch time + timer_ms``; when it fires
+    (after the batch's data, ``handleExpiredTimer``) the key's states are cleared. A key read
+    but not written keeps its timer; a key written again before it fires keeps all its units,
+    however old (the timer is per key, TTL per unit)."""
+
+    def __init__(self, settings: ProcessorSettings) -> None:
+        self.settings = settings
+        self.handle: Any = None
+        self.value: Any = None
+        self.list: Any = None
+        self.map: Any = None
+        self._apply: dict[int, Callable[[Any], tuple[int, bool]]] = {}
+
+    def init(self, handle: Any) -> None:
+        s = self.settings
+        ddl = f"v {VALUE_DDL[s.value_type]}"
+        self.handle = handle
+        if "value" in s.state_types:
+            self.value = handle.getValueState("value", ddl, s.ttl_ms)
+        if "list" in s.state_types:
+            self.list = handle.getListState("list", ddl, s.ttl_ms)
+        if "map" in s.state_types:
+            self.map = handle.getMapState("map", "mk int", ddl, s.ttl_ms)
+        self._apply = self._dispatch(dict(s.op_codes))
+
+    def _dispatch(self, c: dict[str, int]) -> dict[int, Callable[[Any], tuple[int, bool]]]:
+        """op code -> fn(row) -> (result hash, wrote)."""
+        value, lst, mp = self.value, self.list, self.map
+
+        def v_get(r: Any) -> tuple[int, bool]:
+            got = value.get()
+            return result_hash(None if got is None else plain(got[0])), False
+
+        def v_update(r: Any) -> tuple[int, bool]:
+            value.update((r.v,))
+            return WRITE_RESULT, True
+
+        def v_clear(r: Any) -> tuple[int, bool]:
+            value.clear()
+            return WRITE_RESULT, False
+
+        def v_rmw(r: Any) -> tuple[int, bool]:
+            got = value.get()
+            value.update((r.v,))
+            return result_hash(None if got is None else plain(got[0])), True
+
+        def l_add(r: Any) -> tuple[int, bool]:
+            lst.appendValue((r.v,))
+            return WRITE_RESULT, True
+
+        def l_get(r: Any) -> tuple[int, bool]:
+            return result_hash([plain(t[0]) for t in lst.get()]), False
+
+        def m_put(r: Any) -> tuple[int, bool]:
+            mp.updateValue((r.mk,), (r.v,))
+            return WRITE_RESULT, True
+
+        def m_get(r: Any) -> tuple[int, bool]:
+            got = mp.getValue((r.mk,))
+            return result_hash(None if got is None else plain(got[0])), False
+
+        def m_iterate(r: Any) -> tuple[int, bool]:
+            return result_hash(sorted((k[0], plain(v[0])) for k, v in mp.iterator())), False
+
+        def m_remove(r: Any) -> tuple[int, bool]:
+            mp.removeKey((r.mk,))
+            return WRITE_RESULT, False
+
+        table = {"value_get": v_get, "value_update": v_update, "value_clear": v_clear,
+                 "value_rmw": v_rmw, "list_add": l_add, "list_get": l_get, "map_put": m_put,
+                 "map_get": m_get, "map_iterate": m_iterate, "map_remove": m_remove}
+        return {code: table[name] for name, code in c.items() if name in table}
+
+    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+        from pyspark.sql import Row
+
+        now = timerValues.getCurrentProcessingTimeInMs()
+        apply = self._apply
+        out = []
+        wrote = False
+        for r in sorted(rows, key=lambda row: row.ord):
+            fn = apply.get(r.op)
+            if fn is None:
+                raise ValueError(f"op code {r.op} has no transformWithState operation")
+            h, w = fn(r)
+            wrote = wrote or w
+            out.append(Row(ord=r.ord, t=now, r=h))
+        timer_ms = self.settings.timer_ms
+        if timer_ms is not None and wrote:
+            for old in list(self.handle.listTimers()):
+                self.handle.deleteTimer(old)
+            self.handle.registerTimer(now + timer_ms)
+        return iter(out)
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any,
+                           expiredTimerInfo: Any) -> Iterator[Any]:
+        for state in (self.value, self.list, self.map):
+            if state is not None:
+                state.clear()
+        return iter([])
+
+    def close(self) -> None:
+        pass
+
+
+# ------------------------------------------------------------------------------------------------
+# The query
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuerySettings:
+    """How one query runs."""
+
+    processor: ProcessorSettings
+    #: RocksDB changelog checkpointing (Spark's recommended setting) on or off
+    changelog: bool = True
+    #: shuffle partitions of the stateful operator (the run's parallelism)
+    partitions: int = 2
+    #: wall ms of input per released file
+    slice_ms: int = 200
+    #: the processing-time trigger's interval (wall ms)
+    trigger_ms: int = 200
+    #: give up after this many seconds beyond the last release
+    timeout_s: float = 300.0
+
+
+@dataclass
+class QueryResult:
+    """What one query reported."""
+
+    #: one row per event: ord, t (batch timestamp, epoch ms), r (result hash)
+    outputs: pa.Table
+    #: every micro-batch's progress after the warm-up (``StreamingQueryProgress`` as a
+    #: dict), in batch order
+    progress: list[dict[str, Any]]
+    #: batch id -> (checkpoint folder bytes after it, bytes of files new since the previous)
+    checkpoint_sizes: dict[int, tuple[int, int]]
+    #: epoch ms of the first release (slice 0's release time)
+    t0_ms: int
+    #: epoch ms of the last release
+    last_release_ms: int
+    #: seconds from the first release to the query's stop
+    wall_s: float
+    #: bytes of the checkpoint folder at the end
+    checkpoint_end_bytes: int = 0
+    events: int = 0
+    #: seconds from the query's start to the end of its warm-up batch (the clock's start)
+    start_s: float = 0.0
+
+
+def write_slices(events: pa.Table, release_ms: np.ndarray, slice_ms: int,
+                 staging: Path) -> list[tuple[int, Path]]:
+    """The events as one Parquet file per ``slice_ms`` of release time: (release offset ms of
+    the slice's end, file), in release order. ``release_ms`` = each event's wall ms after the
+    start; the events are in that order."""
+    slots = (np.asarray(release_ms, dtype=np.int64) // slice_ms).astype(np.int64)
+    out: list[tuple[int, Path]] = []
+    if len(slots) == 0:
+        return out
+    bounds = np.flatnonzero(np.diff(slots)) + 1
+    starts = np.concatenate([[0], bounds])
+    ends = np.concatenate([bounds, [len(slots)]])
+    staging.mkdir(parents=True, exist_ok=True)
+    for i, (lo, hi) in enumerate(zip(starts.tolist(), ends.tolist())):
+        path = staging / f"slice-{i:06d}.parquet"
+        pq.write_table(events.slice(lo, hi - lo), path)
+        out.append((int(slots[lo] + 1) * slice_ms, path))
+    return out
+
+
+def folder_files(root: Path) -> dict[str, int]:
+    """Path -> size of every file under ``root`` (files vanishing meanwhile are skipped)."""
+    found: dict[str, int] = {}
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(dirpath, name)
+            with suppress(OSError):
+                found[path] = os.path.getsize(path)
+    return found
+
+
+class _Feeder(threading.Thread):
+    """Renames each staged slice into the input folder at its release time."""
+
+    def __init__(self, slices: list[tuple[int, Path]], input_dir: Path, t0: float) -> None:
+        super().__init__(name="statebench-spark-tws-feeder", daemon=True)
+        self.slices, self.input_dir, self.t0 = slices, input_dir, t0
+        self.stop_event = threading.Event()
+        self.released = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            for due_ms, path in self.slices:
+                wait = self.t0 + due_ms / 1000.0 - time.time()
+                if wait > 0 and self.stop_event.wait(wait):
+                    return
+                os.rename(path, self.input_dir / path.name)
+                self.released += 1
+        except BaseException as exc:  # reported by the driver loop
+            self.error = exc
+
+
+def _set_confs(spark: Any, confs: dict[str, str]) -> dict[str, str | None]:
+    old: dict[str, str | None] = {}
+    for key, value in confs.items():
+        old[key] = spark.conf.get(key, None)
+        spark.conf.set(key, value)
+    return old
+
+
+def _restore_confs(spark: Any, old: dict[str, str | None]) -> None:
+    for key, value in old.items():
+        with suppress(Exception):
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+class _Progress:
+    """Every batch's progress as it appears, and the checkpoint folder measured after it."""
+
+    def __init__(self, query: Any, checkpoint_dir: Path) -> None:
+        self.query, self.checkpoint_dir = query, checkpoint_dir
+        self.by_batch: dict[int, dict[str, Any]] = {}
+        self.sizes: dict[int, tuple[int, int]] = {}
+        self._seen: dict[str, int] = {}
+
+    def poll(self) -> bool:
+        """Take the batches reported since the last poll; True when there was one. A failed
+        query raises its root cause."""
+        error = self.query.exception()
+        if error is not None:
+            raise SparkQueryError(root_cause(str(error))) from None
+        fresh = False
+        for p in self.query.recentProgress:
+            batch = int(p["batchId"])
+            if batch in self.by_batch:
+                continue
+            self.by_batch[batch] = p
+            fresh = True
+            now = folder_files(self.checkpoint_dir)
+            new = sum(size for path, size in now.items() if self._seen.get(path) != size)
+            self.sizes[batch] = (sum(now.values()), new)
+            self._seen = now
+        return fresh
+
+
+def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: QuerySettings,
+              work_dir: Path, checkpoint_dir: Path, name: str = "statebench_tws") -> QueryResult:
+    """Run the events through a transformWithState query on the paced clock (module
+    docstring); the query is stopped and the session's settings restored in every case.
+
+    The clock starts once the query has run one batch over an empty file (its Python workers
+    and the processor's state schemas are made in the first batch that has a file: 20-30 s
+    under load here), so the events' release is not swallowed by the query's start."""
+    staging, input_dir = work_dir / "staging", work_dir / "input"
+    input_dir.mkdir(parents=True, exist_ok=True)
+    slices = write_slices(events, release_ms, settings.slice_ms, staging)
+    warm = staging / "warm-up.parquet"
+    pq.write_table(events.slice(0, 0), warm)
+    n = events.num_rows
+    from pyspark.sql.types import StructType
+
+    spark_schema = StructType.fromDDL(_ddl(events.schema))
+    old = _set_confs(spark, {
+        PROVIDER_CONF: ROCKSDB_PROVIDER,
+        CHANGELOG_CONF: str(settings.changelog).lower(),
+        "spark.sql.shuffle.partitions": str(settings.partitions),
+        "spark.sql.streaming.numRecentProgressUpdates": "100000",
+    })
+    query = None
+    feeder: _Feeder | None = None
+    started = time.time()
+    try:
+        stream = (spark.readStream.schema(spark_schema).parquet(str(input_dir))
+                  .groupBy("key")
+                  .transformWithState(SpecProcessor(settings.processor), OUTPUT_DDL, "Append",
+                                      "ProcessingTime"))
+        os.rename(warm, input_dir / warm.name)
+        query = (stream.writeStream.format("memory").queryName(name).outputMode("append")
+                 .option("checkpointLocation", str(checkpoint_dir))
+                 .trigger(processingTime=f"{settings.trigger_ms} milliseconds").start())
+        progress = _Progress(query, checkpoint_dir)
+        deadline = started + settings.timeout_s
+        while not progress.poll():
+            if time.time() > deadline:
+                raise SparkQueryError(f"the transformWithState query ran no batch within "
+                                      f"{settings.timeout_s:g} s of its start")
+            time.sleep(0.05)
+        warm_up = set(progress.by_batch)
+        t0 = time.time()
+        feeder = _Feeder(slices, input_dir, t0)
+        feeder.start()
+        last_due = slices[-1][0] / 1000.0 if slices else 0.0
+        deadline = t0 + last_due + settings.timeout_s
+        consumed = 0
+        while True:
+            time.sleep(0.05)
+            fresh = progress.poll()
+            if feeder.error is not None:
+                raise feeder.error
+            # Spark's numInputRows missed a first batch's rows here (0 for a batch that read
+            # a file): the sink's rows, one per event, say how far the query got
+            if (fresh or not n) and feeder.released == len(slices):
+                consumed = int(spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0])
+                if consumed >= n:
+                    break
+            if time.time() > deadline:
+                raise SparkQueryError(
+                    f"the transformWithState query processed {consumed:,} of {n:,} events "
+                    f"within {settings.timeout_s:g} s after the last release")
+        stopped = time.time()
+        query.stop()
+        out = spark.table(name).toArrow()
+        batches = [b for b in sorted(progress.by_batch) if b not in warm_up]
+        return QueryResult(
+            outputs=out, progress=[progress.by_batch[b] for b in batches],
+            checkpoint_sizes=progress.sizes, t0_ms=int(t0 * 1000),
+            last_release_ms=int((t0 + last_due) * 1000), wall_s=stopped - t0,
+            checkpoint_end_bytes=sum(folder_files(checkpoint_dir).values()), events=n,
+            start_s=t0 - started)
+    finally:
+        if feeder is not None:
+            feeder.stop_event.set()
+            feeder.join(5)
+        if query is not None:
+            with suppress(Exception):
+                query.stop()
+        with suppress(Exception):
+            spark.catalog.dropTempView(name)
+        _restore_confs(spark, old)
+
+
+_PA_DDL = {pa.int8(): "tinyint", pa.int32(): "int", pa.int64(): "bigint", pa.string(): "string",
+           pa.binary(): "binary", pa.large_string(): "string"}
+
+
+def _ddl(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name} {_PA_DDL[f.type]}" for f in schema)
+
+
+class SparkQueryError(RuntimeError):
+    """The streaming query failed; the message is its root cause in one line."""
+
+
+def root_cause(text: str) -> str:
+    """The last ``Caused by``/exception line of a Spark error, in one line."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    causes = [ln for ln in lines if ln.startswith("Caused by:")]
+    if causes:
+        return causes[-1].removeprefix("Caused by:").strip()[:400]
+    return (lines[0] if lines else "unknown error")[:400]

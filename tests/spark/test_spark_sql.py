@@ -1,0 +1,247 @@
+"""The spark-sql lane: the [operator] specs as real Spark Structured Streaming queries, their
+outputs against the emulated operators' on the same events, the lane's rows, and its refusals.
+
+Small on purpose (the CI budget): 1,500 Nexmark events over 3 s of event time, cut into 1.5 s
+micro-batches, so a query runs about six batches (the kinds whose eviction mid-run the q20, q18
+and q7 tests already cover run one 3 s batch and the end marker); the package's one
+SparkSession.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import tempfile
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from backends.keygroups import KeyGroupRange
+from backends.spark.sql_queries import (
+    END_AHEAD_MS,
+    END_MARKER_TYPE,
+    QueryReport,
+    QuerySettings,
+    micro_batches,
+    run_query,
+)
+from workloads.lanes.flink_sql_job import events_in_time_order
+from workloads.lanes.spark_sql import (
+    STRATEGY,
+    SparkSqlLane,
+    query_settings,
+    report_rows,
+)
+from workloads.operators.input import select
+from workloads.operators.results import reference_outputs
+from workloads.run.config import DataFacts
+from workloads.run.plan import RunConfig, Scenario, operator_config, spec_time_frame
+from workloads.spec import load_spec
+
+SPECS = Path(__file__).resolve().parents[2] / "workloads" / "specs"
+EVENTS, RATE, BATCH_MS = 1500, 500.0, 1500
+ONE_BATCH_MS = 3000  # every event in one micro-batch
+#: ``spark``: the package's one SparkSession (tests/spark/conftest.py); the lane's
+#: ``get_session()`` returns the same one
+pytestmark = pytest.mark.spark
+ROW_COLUMNS = ("event_type", "ts", "person_id", "auction_id", "price", "category", "expires_ms")
+
+
+def small_spec(name: str) -> Any:
+    """A shipped spec with few events and few auctions in flight (so bids find theirs)."""
+    spec = load_spec(SPECS / f"{name}.toml")
+    op = replace(spec.operator, nexmark=replace(spec.operator.nexmark, in_flight_auctions=200,
+                                                num_active_people=200))
+    return replace(spec, time=replace(spec.time, events=EVENTS, rate=RATE), operator=op)
+
+
+def emulated(spec: Any) -> list[tuple]:
+    """The emulated operator's outputs over the same events without TTL, in one task (one
+    watermark, as the Spark query's), from workloads.operators directly."""
+    events = events_in_time_order(spec).combine_chunks()
+    rows, keys = select(spec.operator, events.to_batches()[0])
+    cols = [rows.column(c).to_pylist() for c in ROW_COLUMNS]
+    inputs = [(keys.tolist(), cols[1], list(zip(*cols)))]
+    return reference_outputs(spec.operator, spec.time.max_out_of_orderness_ms, inputs, 128,
+                             KeyGroupRange.of_operator(0, 1, 128), spec.time.start_ms)
+
+
+def scenario(spec: Any, strategy: str = STRATEGY) -> tuple[RunConfig, Any, DataFacts]:
+    run = RunConfig(spec, backends=("heap",), parallelism=1)  # one state store per operator
+    start, end = spec_time_frame(spec)
+    facts = DataFacts(((0, EVENTS),), start, end)
+    return run, operator_config(run, Scenario("spark-sql", strategy), 0, facts), facts
+
+
+def spark_outputs(spark: Any, tmp_path: Path, spec: Any, batch_ms: int = BATCH_MS) -> Counter:
+    """One query's outputs over the spec's events (all files at once: outputs only)."""
+    _, cfg, _ = scenario(spec)
+    settings = query_settings(spec, cfg)
+    batches = micro_batches(events_in_time_order(spec), spec.time.start_ms, batch_ms)
+    return run_query(spark, settings, batches, tmp_path, tmp_path / "checkpoint",
+                     measure=False, parallelism=1).outputs
+
+
+def by_metric(table: pa.Table) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for row in table.to_pylist():
+        out.setdefault(row["metric"], []).append(row)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# No Spark needed
+# ------------------------------------------------------------------------------------------------
+
+
+def test_micro_batches_cut_event_time_spans_and_end_with_the_marker() -> None:
+    spec = small_spec("nexmark-q7-window")
+    events = events_in_time_order(spec)
+    batches = micro_batches(events, 0, 1000)
+    assert [end for _, end in batches] == [1000, 2000, 3000, 3000]
+    assert sum(t.num_rows for t, _ in batches[:-1]) == events.num_rows
+    for table, end in batches[:-1]:
+        ts = table.column("ts").to_pylist()
+        assert end - 1000 <= min(ts) and max(ts) < end
+    marker = batches[-1][0].to_pylist()
+    assert marker[0]["event_type"] == END_MARKER_TYPE
+    assert marker[0]["ts"] == max(events.column("ts").to_pylist()) + END_AHEAD_MS
+
+
+def test_refusals_name_the_lane_and_why() -> None:
+    lane = SparkSqlLane()
+    topn = RunConfig(small_spec("nexmark-q19-topn"), backends=("heap",))
+    reason = lane.spec_reason(topn)
+    assert reason is not None and "spark-sql" in reason and "Top-N" in reason
+    kv = RunConfig(load_spec(SPECS / "ycsb-a.toml"), backends=("heap",))
+    assert "no [operator] table" in (lane.spec_reason(kv) or "")
+    q20 = RunConfig(small_spec("nexmark-q20-join"), backends=("heap",))
+    assert lane.spec_reason(q20) is None
+    assert lane.strategy_reason(q20, STRATEGY) is None
+    for label in ("none", "timer", "incremental(5, false)"):
+        assert "evict by watermark only" in (lane.strategy_reason(q20, label) or "")
+    run, cfg, facts = scenario(small_spec("nexmark-q20-join"), strategy="timer")
+    with pytest.raises(ValueError, match=r"^spark-sql: 'timer' configures TTL cleanup"):
+        lane.run_job(run, cfg, facts)  # before any work: no session is asked for
+
+
+def test_spark_watermark_parses_and_takes_no_arguments() -> None:
+    from backends.strategies import parse_strategy
+
+    assert parse_strategy("spark_watermark").label == STRATEGY
+    with pytest.raises(ValueError, match="takes no arguments"):
+        parse_strategy("spark_watermark(1)")
+
+
+# ------------------------------------------------------------------------------------------------
+# Real queries
+# ------------------------------------------------------------------------------------------------
+
+
+def test_q20_join_outputs_rows_and_reference(spark: Any) -> None:
+    """The time-bounded join emits exactly the emulation's matches within the bound; its
+    reference (no bound) exactly the emulation's; the lane's rows say so."""
+    spec = small_spec("nexmark-q20-join")
+    run, cfg, facts = scenario(spec)
+    job = SparkSqlLane(batch_ms=BATCH_MS).run_reports(run, cfg, facts)
+    bound = cfg.ttl_ms
+    expected = Counter(o[1:] for o in emulated(spec))
+    within = Counter({o: n for o, n in expected.items() if abs(o[3] - o[6]) <= bound})
+    assert len(within) < len(expected)  # the bound cuts some matches: the test can fail
+    assert job.reference is not None and job.reference.outputs == expected
+    assert job.reference.digest() == QueryReport(outputs=expected).digest()
+    assert job.report.outputs == within
+    made = report_rows(cfg, job.report, job.records, job.events, job.reference)
+    rows = by_metric(pa.Table.from_batches([made.to_batch()]))
+    one = {m: r[0]["value"] for m, r in rows.items() if r[0]["logical_time_ms"] == -1}
+    assert one["operator_outputs"] == within.total()
+    assert one["ttl_changed_outputs"] == expected.total() - within.total()
+    assert one["ttl_compared_outputs"] == expected.total()
+    assert one["records"] == job.records > 0 and one["rows_dropped_by_watermark"] == 0
+    assert one["records_per_s"] > 0 and one["spark_batches"] == len(job.report.batches)
+    state = [r["value"] for r in sorted(rows["state_rows"], key=lambda r: r["step"])]
+    assert max(state) > 0 and state[-1] == 0  # the end marker's watermark evicts everything
+    sizes = [r["value"] for r in rows["checkpoint_dir_bytes"]]
+    assert len(sizes) == 3 and all(s > 0 for s in sizes)
+    assert sum(r["value"] for r in rows["checkpoint_uploaded_bytes"]) >= sizes[0]
+    assert set(rows) <= set(SparkSqlLane.metric_classes)
+    # nothing left behind: the job's folder is gone and no maintenance thread writes into it
+    state_store = spark.sparkContext._jvm.org.apache.spark.sql.execution.streaming.state
+    assert not state_store.StateStore.isMaintenanceRunning()
+    assert not glob.glob(os.path.join(tempfile.gettempdir(),
+                                      f"statebench-spark-sql-pid{os.getpid()}.*"))
+
+
+def test_q18_dedup_keeps_the_first_row_and_eviction_lets_duplicates_through(
+        spark: Any) -> None:
+    spec = small_spec("nexmark-q18-dedup")
+    run, cfg, facts = scenario(spec)
+    job = SparkSqlLane(batch_ms=BATCH_MS).run_reports(run, cfg, facts)
+    outputs = emulated(spec)
+    first = Counter(o[1:] for o in outputs if o[0] == "+I")
+    assert len(first) < len(outputs)  # keep-last retracts: -U/+U pairs Spark cannot emit
+    assert job.reference is not None and job.reference.outputs == first
+    # within the watermark (delay = the out-of-orderness): a key's state goes a batch or two
+    # after its first bid, so later bids of the key come through again
+    assert job.report.outputs.total() > first.total()
+    assert set(first) <= set(job.report.outputs)
+
+
+def test_q7_tumbling_window_equals_the_emulation(spark: Any, tmp_path: Path) -> None:
+    spec = small_spec("nexmark-q7-window")
+    expected = Counter(o[1:] for o in emulated(spec))
+    assert expected.total() > 0
+    assert spark_outputs(spark, tmp_path, spec) == expected
+
+
+@pytest.mark.parametrize("name", ["nexmark-q5-sliding", "nexmark-q11-session"])
+def test_sliding_and_session_windows_equal_the_emulation(spark: Any, tmp_path: Path,
+                                                         name: str) -> None:
+    spec = small_spec(name)
+    expected = Counter(o[1:] for o in emulated(spec))
+    assert expected.total() > 0
+    assert spark_outputs(spark, tmp_path, spec, batch_ms=ONE_BATCH_MS) == expected
+
+
+def test_interval_join_adds_only_the_matches_flink_skips_at_time_zero(spark: Any,
+                                                                      tmp_path: Path) -> None:
+    """Flink's RowTimeIntervalJoin (and so the emulation) starts its expiration times and
+    operator time at 0: a bid at ts <= lower_ms neither probes the auctions (``0 < t -
+    lower_ms`` is false) nor is cached, so its matches are lost; Spark joins them. Every other
+    match is the same."""
+    spec = small_spec("nexmark-interval-join")
+    expected = Counter(o[1:] for o in emulated(spec))
+    got = spark_outputs(spark, tmp_path, spec, batch_ms=ONE_BATCH_MS)
+    extra = got - expected
+    assert expected.total() > 0 and not expected - got
+    assert extra.total() > 0 and all(o[3] <= spec.operator.lower_ms for o in extra)
+
+
+def test_q4_group_agg_updates_end_at_the_emulations_final_values(spark: Any,
+                                                                 tmp_path: Path) -> None:
+    """Update mode emits a key's value once per batch that changed it, not per record: the
+    last (largest: max of positive prices only grows) value per key is the emulation's."""
+    spec = small_spec("nexmark-q4-agg")
+    final: dict[int, int] = {}
+    outputs = emulated(spec)
+    for kind, key, value in outputs:
+        if kind in ("+I", "+U"):
+            final[key] = value
+    got = spark_outputs(spark, tmp_path, spec, batch_ms=ONE_BATCH_MS)
+    last: dict[int, int] = {}
+    for key, value in got:
+        last[key] = max(value, last.get(key, value))
+    assert last == final
+    assert got.total() < len(outputs)
+
+
+def test_settings_are_restored_after_a_query(spark: Any) -> None:
+    """The shared session keeps its own state store and shuffle settings (the module's
+    queries set theirs only while starting)."""
+    assert spark.conf.get("spark.sql.streaming.stateStore.providerClass", None) in (
+        None, "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider")
+    assert QuerySettings(kind="dedup", delay_ms=1).output_mode == "append"

@@ -1,0 +1,245 @@
+"""The spark-tws lanes: what they refuse (with the lane and the reason), the model of Spark's
+expiry rules, and two real transformWithState queries run through the lane's ``run_job``
+(changelog checkpointing on with spark_ttl, off with spark_timer)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from backends.spark.tws import WRITE_RESULT, result_hash, write_slices
+from backends.spark.tws_model import Batch, replay
+from backends.strategies import parse_strategy
+from workloads.lanes.spark_tws import FOREIGN_REASONS, SPARK_TWS_LANES, SparkTwsLane
+from workloads.ops import Op
+from workloads.run.metrics import METRIC_SCHEMA
+from workloads.spec import load_spec, parse_spec
+
+CODES = {op.spec_name: int(op) for op in Op}
+LANE, NOCHANGELOG = SPARK_TWS_LANES
+
+
+def small_churn(events: int = 600, duration_ms: int = 3_000) -> Any:
+    """sessions-churn at a pace Spark's Python processor keeps up with here (a few hundred
+    events a second), with its 1 s TTL."""
+    return load_spec("sessions-churn").with_overrides(events=events,
+                                                      rate=events * 1000 // duration_ms)
+
+
+# ------------------------------------------------------------------------------------------------
+# What the lanes refuse
+# ------------------------------------------------------------------------------------------------
+
+
+def test_lanes_are_spark_job_lanes() -> None:
+    assert [lane.name for lane in SPARK_TWS_LANES] == ["spark-tws", "spark-tws-nochangelog"]
+    assert {lane.engine for lane in SPARK_TWS_LANES} == {"spark"}
+    assert not any(lane.runs_tasks for lane in SPARK_TWS_LANES)
+    assert (LANE.changelog, NOCHANGELOG.changelog) == (True, False)
+    assert LANE.own_strategies == ("spark_no_ttl", "spark_ttl", "spark_timer")
+
+
+def test_operator_spec_is_not_applicable(view: Any) -> None:
+    reason = LANE.spec_reason(view(load_spec("nexmark-q20-join")))
+    assert reason is not None and reason.startswith("spark-tws ")
+    assert "[operator]" in reason and "spark-sql" in reason
+
+
+def test_state_spark_lacks_is_not_applicable(view: Any) -> None:
+    spec = parse_spec({
+        "name": "agg", "seed": 1, "keys": {"count": 10, "distribution": "uniform"},
+        "operations": {"value_update": 0.5, "reducing_add": 0.5},
+        "time": {"rate": 1000, "events": 100}, "state": {"ttl_ms": 100}}, source="<agg>")
+    reason = NOCHANGELOG.spec_reason(view(spec))
+    assert reason is not None and reason.startswith("spark-tws-nochangelog:")
+    assert "reducing" in reason and "value, list and map" in reason
+    assert LANE.spec_reason(view(small_churn())) is None
+
+
+def test_unreadable_trace_is_not_applicable(view: Any, tmp_path: Path) -> None:
+    bad = tmp_path / "trace.parquet"
+    bad.write_text("not parquet")
+    spec = parse_spec({"name": "tr", "seed": 1, "source": {"kind": "trace", "path": str(bad)},
+                       "state": {"ttl_ms": 100}}, source="<tr>")
+    reason = LANE.spec_reason(view(spec))
+    assert reason is not None and reason.startswith(f"spark-tws cannot read the trace {bad}")
+
+
+@pytest.mark.parametrize("strategy", ["none", "full_snapshot", "incremental(5, false)",
+                                      "compaction_filter", "timer"])
+def test_statebench_strategies_are_not_applicable(view: Any, strategy: str) -> None:
+    reason = LANE.strategy_reason(view(small_churn()), strategy)
+    name = strategy.split("(")[0]
+    assert reason == f"spark-tws: {FOREIGN_REASONS[name]}"
+
+
+def test_spark_semantics_refuse_what_spark_has_not(view: Any) -> None:
+    churn = small_churn()
+    run = view(churn)
+    assert [LANE.strategy_reason(run, s) for s in run.strategy_labels] == [None, None, None]
+    expired = view(churn.with_overrides(state__visibility="ReturnExpiredIfNotCleanedUp"))
+    reason = LANE.strategy_reason(expired, "spark_ttl")
+    assert reason is not None and "never returns an expired value" in reason
+    assert LANE.strategy_reason(expired, "spark_no_ttl") is None  # no TTL, nothing expires
+    on_read = view(churn.with_overrides(state__update_type="OnReadAndWrite"))
+    reason = LANE.strategy_reason(on_read, "spark_timer")
+    assert reason is not None and "on write only" in reason
+    no_ttl = view(churn, ttl_override={"spark_ttl": None})
+    reason = LANE.strategy_reason(no_ttl, "spark_ttl")
+    assert reason is not None and "needs a TTL" in reason
+    assert LANE.strategy_reason(run, "spark_watermark") is not None
+
+
+def test_spark_strategies_parse_without_arguments() -> None:
+    assert parse_strategy("spark_ttl").label == "spark_ttl"
+    with pytest.raises(ValueError, match="takes no arguments"):
+        parse_strategy("spark_timer(100)")
+
+
+def test_remote_checkpoint_root_is_refused_up_front(view: Any) -> None:
+    run = view(small_churn(), checkpoint_root="s3://bucket/ck")
+    assert "local folder" in (LANE.check(run) or "")
+    assert LANE.check(view(small_churn())) is None
+
+
+# ------------------------------------------------------------------------------------------------
+# The model of Spark's rules
+# ------------------------------------------------------------------------------------------------
+
+
+def test_model_hides_expired_value_then_sweeps_it() -> None:
+    events = [(0, 7, CODES["value_update"], 5, 0), (1, 7, CODES["value_get"], 0, 0),
+              (2, 7, CODES["value_get"], 0, 0)]
+    batch_of = {0: 1_000, 1: 1_999, 2: 2_000}
+    batches = [Batch(1_000, 1_100), Batch(1_999, 2_050), Batch(2_000, 2_100)]
+    out = replay(events, batch_of, batches, CODES, ttl_ms=1_000, timer_ms=None,
+                 spec_ttl_ms=1_000)
+    # alive while batch time < write + ttl; expired at write + ttl exactly (StateTTL.isExpired)
+    assert out.results == {0: WRITE_RESULT, 1: result_hash(5), 2: result_hash(None)}
+    assert out.ttl_removed == 1 and out.expired_returned == 0
+    # after batch 1_999's commit (2_050) the unit is held but expired by the spec's clock
+    assert [(b.held, b.live) for b in out.batches] == [(1, 1), (1, 0), (0, 0)]
+
+
+def test_model_timer_is_per_key_and_fires_after_the_data() -> None:
+    add, get = CODES["list_add"], CODES["list_get"]
+    events = [(0, 1, add, 10, 0), (1, 1, add, 11, 0), (2, 1, get, 0, 0), (3, 1, get, 0, 0)]
+    batch_of = {0: 0, 1: 800, 2: 1_500, 3: 1_800}
+    batches = [Batch(t, t + 10) for t in (0, 800, 1_500, 1_800)]
+    out = replay(events, batch_of, batches, CODES, ttl_ms=None, timer_ms=1_000,
+                 spec_ttl_ms=1_000)
+    # the write at 800 moved the key's timer to 1_800: at 1_500 the element written at 0 is
+    # still there (expired by the spec's TTL: returned anyway); at 1_800 the read runs before
+    # the timer clears the key (both elements expired by then: 3 expired units returned)
+    assert out.results[2] == result_hash([10, 11]) == out.results[3]
+    assert out.expired_returned == 1 + 2 and out.timers_fired == 1
+    assert out.batches[-1].held == 0
+    ttl = replay(events, batch_of, batches, CODES, ttl_ms=1_000, timer_ms=None,
+                 spec_ttl_ms=1_000)
+    assert ttl.results[2] == result_hash([11]) and ttl.expired_returned == 0
+
+
+def test_model_orphaned_map_index_deletes_a_put_again_entry() -> None:
+    """Spark's removeKey leaves the entry's $ttl_ index entry (MapStateImplWithTTL): when it
+    expires, the sweep deletes the entry put again since, though its own TTL runs on."""
+    put, remove, get = CODES["map_put"], CODES["map_remove"], CODES["map_get"]
+    events = [(0, 1, put, 10, 0), (1, 1, remove, 0, 0), (2, 1, put, 11, 0), (3, 1, get, 0, 0)]
+    batch_of = {0: 0, 1: 100, 2: 500, 3: 1_200}
+    batches = [Batch(t, t + 10) for t in (0, 100, 500, 1_000, 1_200)]
+    spark = replay(events, batch_of, batches, CODES, ttl_ms=1_000, timer_ms=None,
+                   spec_ttl_ms=1_000)
+    plain = replay(events, batch_of, batches, CODES, ttl_ms=1_000, timer_ms=None,
+                   spec_ttl_ms=1_000, orphan_map_index=False)
+    assert plain.results[3] == result_hash(11) and plain.ttl_removed == 0
+    # the orphan (expiring at 1_000) took the entry put at 500 in the sweep of batch 1_000
+    assert spark.results[3] == result_hash(None) and spark.ttl_removed == 1
+    assert [b.removed for b in spark.batches] == [0, 0, 0, 1, 0]
+
+
+def test_slices_follow_release_time(tmp_path: Path) -> None:
+    table = pa.table({"ord": pa.array(range(6), pa.int64())})
+    slices = write_slices(table, np.array([0, 50, 99, 100, 350, 351]), 100, tmp_path)
+    assert [due for due, _ in slices] == [100, 200, 400]
+    import pyarrow.parquet as pq
+
+    assert [pq.read_table(p).num_rows for _, p in slices] == [3, 1, 2]
+
+
+# ------------------------------------------------------------------------------------------------
+# Real queries
+# ------------------------------------------------------------------------------------------------
+
+
+def summary(table: pa.Table) -> dict[str, float]:
+    return {r["metric"]: r["value"] for r in table.to_pylist() if r["logical_time_ms"] == -1}
+
+
+def series(table: pa.Table, metric: str) -> list[float]:
+    return [r["value"] for r in table.to_pylist()
+            if r["metric"] == metric and r["logical_time_ms"] != -1]
+
+
+def checkpoint_folder(lane: SparkTwsLane, cfg: Any, root: str) -> Path:
+    """Where the lane put the query's checkpoint (``SparkTwsLane.checkpoint_dir``'s layout;
+    calling it would empty the folder)."""
+    from workloads.run.checkpoints import slug
+
+    return (Path(root) / slug(cfg.run_id) / slug(cfg.scenario.label) / f"rep-{cfg.repetition}"
+            / lane.name)
+
+
+def state_files(folder: Path) -> list[str]:
+    return [p.name for p in (folder / "state").rglob("*") if p.is_file()]
+
+
+def run_lane(lane: SparkTwsLane, strategy: str, spark: Any, view: Any, scenario: Any,
+             tmp_path: Path) -> tuple[pa.Table, Path, int, int]:
+    from workloads.lanes.spark_tws import lane_events
+    from workloads.run import run_tempdirs
+
+    spec = small_churn()
+    run = view(spec, checkpoint_root=str(tmp_path / "ck"), speedup=0.5)
+    cfg, facts = scenario(run, lane.name, strategy)
+    before = set(run_tempdirs.live())
+    table = lane.run_job(run, cfg, facts)
+    assert set(run_tempdirs.live()) == before  # the job's temporary folder is gone
+    assert not spark.streams.active  # the query was stopped
+    folder = checkpoint_folder(lane, cfg, run.checkpoint_root)
+    return table, folder, spec.time.events, lane_events(run, cfg, facts)[2]
+
+
+@pytest.mark.spark
+def test_spark_ttl_with_changelog(spark: Any, view: Any, scenario: Any,
+                                  tmp_path: Path) -> None:
+    table, folder, events, reads = run_lane(LANE, "spark_ttl", spark, view, scenario,
+                                            tmp_path)
+    assert table.schema == METRIC_SCHEMA
+    got = summary(table)
+    assert got["records"] == events
+    assert got["spark_model_mismatches"] == 0  # Spark's reads are its rules' reads
+    assert got["expired_returned"] == 0  # Spark never returns an expired value
+    assert got["ttl_compared_outputs"] == reads > 0  # every read compared, writes not
+    assert got["timers_registered"] == 0 and got["spark_batches"] >= 1
+    assert got["checkpoint_dir_final_bytes"] > 0 and got["checkpoint_written_bytes"] > 0
+    assert len(series(table, "checkpoint_dir_bytes")) == got["spark_batches"]
+    assert series(table, "state_rows") and series(table, "live_entries")
+    # the knob: a changelog checkpoint per batch
+    assert any(name.endswith(".changelog") for name in state_files(folder))
+
+
+@pytest.mark.spark
+def test_spark_timer_without_changelog(spark: Any, view: Any, scenario: Any,
+                                       tmp_path: Path) -> None:
+    table, folder, events, _ = run_lane(NOCHANGELOG, "spark_timer", spark, view, scenario,
+                                        tmp_path)
+    got = summary(table)
+    assert got["records"] == events
+    assert got["spark_model_mismatches"] == 0
+    assert got["timers_registered"] > 0 and got["ttl_removed_values"] == 0
+    names = state_files(folder)
+    assert not any(name.endswith(".changelog") for name in names)
+    assert any(name.endswith(".zip") for name in names)  # every commit uploads a snapshot

@@ -1,0 +1,144 @@
+"""What a lane is: one way of running a scenario (statebench's own backends, one of Flink's
+backends driven op by op, a real Flink SQL job, a Spark Structured Streaming query), behind one
+small interface, so that the planner, the runner and the report ask every lane the same
+questions and adding a lane is adding a module (registered in ``workloads.lanes``).
+
+Why one object per lane: whether a lane can run a scenario used to be decided in five places
+(the planner, the task factory, the Flink lanes' and the SQL lanes' modules, the operator
+package), and a reader following one comparison visited all of them. A lane now answers, in one
+place, whether it runs a spec and each strategy of it (and why not), what must be true before
+any work, and how it runs one job.
+
+Two ways to run a job:
+
+* a *task lane* (``runs_tasks``) is fed each task's keyed events batch by batch by whichever
+  engine the run uses (in-process or Spark executors): :meth:`Lane.task_operator` makes the
+  operator of one task;
+* a *job lane* runs a whole scenario x repetition itself (a Flink SQL job reading its own
+  source, a Spark streaming query): :meth:`Lane.run_job` returns the job's metric rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from workloads.run.config import DataFacts, OperatorConfig
+from workloads.spec import WorkloadSpec
+
+#: The engines lanes belong to. The report's decision table treats each engine's lanes apart.
+ENGINES = ("statebench", "flink", "flink-sql", "spark")
+
+
+class RunView(Protocol):
+    """What a lane reads of a run (``workloads.run.plan.RunConfig`` is one): lanes never import
+    the planner, which imports them."""
+
+    spec: WorkloadSpec
+    backends: tuple[str, ...]
+    parallelism: int
+    batch_size: int
+    run_id: str
+    checkpoint_root: str | None
+    local_dir: str | None
+    measure_latency: bool
+
+    @property
+    def strategy_labels(self) -> tuple[str, ...]: ...
+
+    @property
+    def speedup(self) -> float: ...
+
+    @property
+    def partitions(self) -> int: ...
+
+    def cleanup_of(self, label: str) -> str: ...
+
+    def ttl_of(self, label: str) -> int | None: ...
+
+    def ttl_sweep_of(self, label: str) -> int | None: ...
+
+
+class TaskOperator(Protocol):
+    """What runs one task's events: fed its batches in time order, then asked for its rows."""
+
+    def process(self, batch: pa.RecordBatch) -> None: ...
+
+    def finish(self) -> list[Any]: ...
+
+    def close(self) -> None: ...
+
+
+class Lane:
+    """One lane. Subclasses set the class attributes and override what their lane does."""
+
+    #: the backend name a run gives (``--backend``)
+    name: str = ""
+    #: one of :data:`ENGINES`
+    engine: str = ""
+    #: one line for the docs and ``--help``: what this lane runs
+    summary: str = ""
+    #: whether the engine feeds it tasks (:meth:`task_operator`) or it runs whole jobs
+    #: (:meth:`run_job`)
+    runs_tasks: bool = True
+    #: whether its jobs run in a process kept from one job to the next whose speed depends on
+    #: what ran before (a kept JVM's JIT): a comparison runs one unmeasured warm-up round first
+    keeps_state: bool = False
+    #: strategies this lane adds to a run that names none (its own, beside the spec's)
+    own_strategies: tuple[str, ...] = ()
+    #: metric -> its class ("exact", "timing-dependent" or "timed") where this lane's class
+    #: differs from the report's default for that metric
+    metric_classes: Mapping[str, str] = {}
+
+    def spec_reason(self, run: RunView) -> str | None:
+        """Why this lane cannot run ``run``'s spec at all (None: it can)."""
+        return None
+
+    def strategy_reason(self, run: RunView, label: str) -> str | None:
+        """Why this lane cannot run scenario ``label`` of ``run`` (None: it can). Called only
+        when :meth:`spec_reason` is None."""
+        return None
+
+    def check(self, run: RunView) -> str | None:
+        """What must be true before any work and is not (the extra's jars, a JDK, settings,
+        numbers the lane cannot carry), in one line; None when the run may start."""
+        return None
+
+    def task_operator(self, cfg: OperatorConfig, task: int, attempt: int,
+                      attempt_id: int | None) -> TaskOperator:
+        """The operator of one task (task lanes)."""
+        raise NotImplementedError(f"lane '{self.name}' runs whole jobs, not tasks")
+
+    def run_job(self, run: RunView, cfg: OperatorConfig, facts: DataFacts) -> pa.Table:
+        """One scenario x repetition, run whole (job lanes): its rows (METRIC_SCHEMA)."""
+        raise NotImplementedError(f"lane '{self.name}' is fed tasks by the run's engine")
+
+    def release(self) -> None:
+        """Free what this lane holds across a run's jobs (a session, a JVM); called once when
+        the run ends, also after a failure."""
+
+
+#: Strategies that run without a TTL: the spec's ``none``, Spark without a TTL, Spark's
+#: watermark eviction (event time; a lane may still need a TTL for a time bound and says so).
+TTL_FREE_STRATEGIES = frozenset({"none", "spark_no_ttl", "spark_watermark"})
+
+#: The engine whose own strategies a strategy name is, by its prefix (the others' are Flink's
+#: TTL cleanup strategies, which statebench's and Flink's lanes share).
+ENGINE_STRATEGY_PREFIXES = {"spark": "spark_"}
+
+
+def strategy_engine(name: str) -> str | None:
+    """The engine a strategy name belongs to alone (None: Flink's TTL cleanup, shared)."""
+    return next((engine for engine, prefix in ENGINE_STRATEGY_PREFIXES.items()
+                 if name.startswith(prefix)), None)
+
+
+def foreign_strategy_reason(engine: str, name: str) -> str | None:
+    """Why a lane of ``engine`` cannot run strategy ``name`` that is another engine's own
+    (Spark's ``spark_ttl`` on a Flink lane), else None."""
+    owner = strategy_engine(name)
+    if owner is None or owner == engine:
+        return None
+    return f"'{name}' is {owner.capitalize()}'s own state expiry; it runs on {owner}'s lanes only"

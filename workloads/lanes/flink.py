@@ -1,0 +1,130 @@
+"""Flink's keyed backends as lanes: ``flink-heap`` (HashMapStateBackend), ``flink-rocksdb``,
+``flink-forst`` (ForSt's synchronous backend) and ``flink-forst-async`` (ForSt under State V2):
+a JVM worker per task, fed each task's events by the run's engine
+(``workloads.lanes.flink_task``; ``[operator]`` kinds through
+``workloads.lanes.flink_operator_task``
+on flink-heap and flink-rocksdb).
+
+Which strategies apply is Flink's own behaviour, each reason naming what Flink does
+(``backends.flink.lanes`` keeps the facts): its heap backend has no compactions, its RocksDB and
+ForSt backends silently skip incremental cleanup, ForSt refuses canonical savepoints, State V2
+cleans TTL state only by the compaction filter and refuses OnReadAndWrite, Flink never built
+timer cleanup. Unlike statebench's RocksDB, Flink's compaction filter reads the lane's
+TtlTimeProvider, so it runs under event time and simulated processing time too.
+"""
+
+from __future__ import annotations
+
+import tempfile
+
+from backends.flink import lanes as facts
+from backends.flink.operators import unsupported_reason
+from backends.flink.register import TIMER_REASON
+from backends.strategies import parse_strategy
+from workloads.lanes.base import Lane, RunView, TaskOperator, foreign_strategy_reason
+from workloads.lanes.flink_operator_task import FlinkOperatorLane
+from workloads.lanes.flink_task import FlinkLaneOperator
+from workloads.limits import flink_lane_problem
+from workloads.run.config import OperatorConfig
+
+#: The Flink lanes that run ``[operator]`` kinds (ForSt's are not wired to the operator family).
+OPERATOR_LANES = ("flink-heap", "flink-rocksdb")
+
+
+def cleanup_reason(lane: str, strategy: str) -> str | None:
+    """None when ``strategy`` runs on Flink lane ``lane``, else Flink's reason why not."""
+    if lane not in facts.LANE_KINDS:
+        raise ValueError(f"unknown Flink lane '{lane}'; expected one of "
+                         f"{', '.join(facts.LANE_KINDS)}")
+    name = parse_strategy(strategy).name
+    kind = facts.LANE_KINDS[lane]
+    foreign = foreign_strategy_reason("flink", name)
+    if foreign is not None:
+        return foreign
+    if name == "timer":
+        return TIMER_REASON
+    if name == "compaction_filter" and kind == "heap":
+        return facts.COMPACTION_ON_HEAP_REASON
+    if name == "incremental" and kind == "rocksdb":
+        return facts.INCREMENTAL_ON_ROCKSDB_REASON
+    if name == "incremental" and kind == "forst":
+        return facts.INCREMENTAL_ON_FORST_REASON
+    if name == "full_snapshot" and kind == "forst":
+        return facts.FULL_SNAPSHOT_ON_FORST_REASON
+    if name in ("incremental", "full_snapshot") and kind == "forst-async":
+        return facts.V2_TTL_REASON
+    return None
+
+
+def ttl_reason(lane: str, update_type: str | None) -> str | None:
+    """Why lane ``lane`` cannot run a spec's TTL of ``update_type`` under any strategy (None:
+    it can, or the spec has no TTL): State V2 has no OnReadAndWrite."""
+    if lane not in facts.LANE_KINDS:
+        raise ValueError(f"unknown Flink lane '{lane}'; expected one of "
+                         f"{', '.join(facts.LANE_KINDS)}")
+    if facts.LANE_KINDS[lane] == "forst-async" and update_type == "OnReadAndWrite":
+        return facts.V2_READ_AND_WRITE_REASON
+    return None
+
+
+def operator_reason(lane: str, kind: str) -> str | None:
+    """Why Flink lane ``lane`` cannot run an ``[operator]`` spec of ``kind`` (None: it can)."""
+    if lane not in OPERATOR_LANES:
+        return (f"backend '{lane}': operator kinds run on {' and '.join(OPERATOR_LANES)} only "
+                f"([operator] kind = '{kind}'): ForSt's backends (flink-forst, flink-forst-async)"
+                " are not wired to the operator family; run it on flink-rocksdb")
+    reason = unsupported_reason(kind)
+    return None if reason is None else f"backend '{lane}': {reason} ([operator] kind = '{kind}')"
+
+
+class FlinkLane(Lane):
+    """One of Flink's keyed backends, driven op by op in a kept JVM per Python worker."""
+
+    engine = "flink"
+    runs_tasks = True
+    keeps_state = True
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.summary = f"Flink's {facts.LANE_KINDS[name]} keyed backend in a JVM worker"
+
+    def spec_reason(self, run: RunView) -> str | None:
+        op = run.spec.operator
+        return None if op is None else operator_reason(self.name, op.kind)
+
+    def strategy_reason(self, run: RunView, label: str) -> str | None:
+        reason = cleanup_reason(self.name, run.cleanup_of(label))
+        if reason is None and run.spec.state.ttl_ms is not None:
+            reason = ttl_reason(self.name, run.spec.state.update_type)
+        return reason
+
+    def check(self, run: RunView) -> str | None:
+        try:  # the extra, a JDK 17, the worker compiled once for every task
+            facts.check_available()
+        except RuntimeError as exc:
+            return str(exc)
+        problem = facts.settings_problem(  # the environment's and folders' too
+            (self.name,), (run.local_dir or tempfile.gettempdir(), run.checkpoint_root))
+        if problem is not None or self.spec_reason(run) is not None:
+            return problem
+        for label in run.strategy_labels:  # numbers the wire and Flink cannot carry
+            if self.strategy_reason(run, label) is None:
+                problem = flink_lane_problem(self.name, run.cleanup_of(label))
+                if problem is not None:
+                    return problem
+        return None
+
+    def task_operator(self, cfg: OperatorConfig, task: int, attempt: int,
+                      attempt_id: int | None) -> TaskOperator:
+        reason = cleanup_reason(self.name, cfg.cleanup or cfg.strategy)
+        if reason is not None:
+            raise RuntimeError(f"{cfg.scenario.label}: {reason}; the runner should have skipped it")
+        if cfg.operator is None:
+            return FlinkLaneOperator(cfg, task, attempt, attempt_id)
+        reason = operator_reason(self.name, cfg.operator.kind)  # type: ignore[attr-defined]
+        if reason is not None:
+            raise ValueError(reason)
+        return FlinkOperatorLane(cfg, task, attempt, attempt_id)
+
+
+FLINK_LANES: tuple[Lane, ...] = tuple(FlinkLane(name) for name in facts.LANE_KINDS)

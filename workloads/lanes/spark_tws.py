@@ -1,0 +1,468 @@
+"""The ``spark-tws`` lanes: a key-value spec's events through Spark's own keyed state, a real
+Structured Streaming query with ``transformWithState`` on the RocksDB state store
+(``backends.spark.tws``), as the run's metric rows.
+
+Two lanes, the changelog knob: ``spark-tws`` (RocksDB changelog checkpointing on, Spark's
+recommended setting: a batch uploads a changelog of its writes, snapshots come from the
+maintenance thread) and ``spark-tws-nochangelog`` (off: every batch's commit uploads the
+store's new SST files).
+
+Strategies, in Spark's own terms (``backends.strategies``): ``spark_no_ttl`` (state kept
+forever), ``spark_ttl`` (``ttlDurationMs`` on every state variable: reads hide expired units,
+the end-of-batch sweep removes them) and ``spark_timer`` (a processing-time timer per key,
+re-registered whenever a batch writes the key, clears the key when it fires: what Spark users
+wrote before TTL). statebench's strategies are not applicable here, each with its reason
+(:data:`FOREIGN_REASONS`).
+
+Events: exactly the run's (``workloads.run.source.keyed_table``, same seed and source
+partitions), in the order statebench's tasks read them (by ts, then seq), one query at the run's
+parallelism (shuffle partitions). The spec's values are written as they are (``long``, or the
+``string``/``bytes`` payload of each event's ``value_size``).
+
+Clock: Spark's TTL and timers run on the micro-batch's processing time, so the lane runs paced
+like flink-sql: event ``ts`` is released at ``(ts - start) / speedup`` wall ms after the query
+starts (Parquet files of :data:`SLICE_MS`, a processing-time trigger every :data:`TRIGGER_MS`),
+and the TTL is ``ttl_ms / speedup`` wall ms. Under an EventTime spec the paced clock stands in
+for the records' time as long as the query keeps up. Every number is therefore timing-dependent
+or timed (:attr:`SparkTwsLane.metric_classes`).
+
+Rows (task = -1, the job; ``workloads.run.metrics`` names where they mean the same):
+
+* summary (``step`` = repetition): ``records`` (events), ``records_per_s`` (events over the
+  summed ``triggerExecution`` time of the batches that processed them: Spark's busy time,
+  planning and commit included), ``released_records_per_s`` (events over the release span),
+  ``latency_p50_us``, ``latency_p99_us``, ``latency_p999_us``, ``latency_max_us`` (per event:
+  its release to the end of the batch that processed it, real us),
+  ``batch_duration_p50_ms``, ``batch_duration_p99_ms``, ``batch_duration_max_ms`` (every
+  micro-batch's ``triggerExecution``), ``spark_batches`` (count), ``spark_query_s`` (s, first
+  release to the query's stop), ``spark_start_s`` (s, the query's start to the end of its
+  warm-up batch over an empty file, where the clock starts), ``ttl_removed_values`` (Spark's
+  ``numValuesRemovedDueToTTLExpiry``, summed), ``timers_registered`` (Spark's
+  ``numRegisteredTimers``), ``timers_fired`` (the model's: Spark's ``numExpiredTimers``
+  stayed 0 for a Python processor whose timers fired), ``state_commit_total_ms`` (ms,
+  ``commitTimeMs`` summed over batches; the TTL sweep runs inside it),
+  ``checkpoint_written_bytes`` (bytes of checkpoint files new after each batch, summed),
+  ``checkpoint_dir_final_bytes`` (the folder at the end), ``expired_returned`` (units reads
+  returned that the spec's TTL had expired: 0 under spark_ttl, not under spark_timer or
+  spark_no_ttl), ``spark_model_mismatches`` (reads where Spark's result differs from
+  ``backends.spark.tws_model`` replayed on its batch times: 0 expected) and, under spark_ttl
+  and spark_timer when the spec reads, ``ttl_changed_outputs``, ``ttl_compared_outputs``,
+  ``ttl_changed_results`` (reads whose result differs from the same events with nothing
+  expiring, read for read; that reference does not depend on timing, so it is replayed, not
+  run);
+* per micro-batch (``step`` = batch id, ``logical_time_ms`` = its time on the paced clock),
+  every repetition: ``checkpoint_dir_bytes`` (the checkpoint folder after the batch),
+  ``checkpoint_uploaded_bytes`` (its files new since the previous batch);
+  repetition 0 only: ``state_rows`` (``numRowsTotal``), ``state_memory_bytes``
+  (``memoryUsedBytes``), ``rocksdb_sst_bytes`` (``rocksdbSstFileSize``), ``state_commit_ms``,
+  ``batch_duration_ms``, ``live_entries`` and ``expired_present_entries`` (units held after the
+  batch's commit, live or expired by the spec's TTL at the commit's wall time: the model's).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from workloads.lanes.base import Lane, RunView
+from workloads.ops import Op, StateType
+from workloads.run.config import DataFacts, OperatorConfig
+from workloads.spec import WorkloadSpec
+
+TOTAL_TASK = -1
+NO_TIME = -1
+#: Wall ms of input per released file, and the processing-time trigger's interval. Spark's own
+#: per-batch work (planning, commit) takes 0.5-2 s here, so batches run back to back and take
+#: whatever was released meanwhile; the trigger only bounds how soon an idle query looks.
+SLICE_MS = 100
+TRIGGER_MS = 200
+#: Seconds a query may run beyond its paced span before it is given up.
+DEFAULT_TIMEOUT_S = 300.0
+SPARK_STRATEGIES = ("spark_no_ttl", "spark_ttl", "spark_timer")
+#: Why each of statebench's strategies has no counterpart on these lanes (Spark's source:
+#: ``backends.spark.tws``).
+FOREIGN_REASONS: Mapping[str, str] = {
+    "none": ("'none' is TTL with read-time cleanup only, which Spark has no setting for: its "
+             "reads hide an expired value without deleting it (ValueStateImplWithTTL.get) and "
+             "only the end-of-batch sweep removes it; use spark_ttl"),
+    "full_snapshot": ("Spark's checkpoints are the RocksDB store's own files (changelog or "
+                      "snapshot); no setting leaves expired values out of them"),
+    "incremental": ("Spark has no lazy per-access cleanup; its TTL sweeps an expiry index at "
+                    "the end of every batch (spark_ttl)"),
+    "compaction_filter": ("Spark's RocksDB state store installs no TTL compaction filter; "
+                          "expired values are deleted by the end-of-batch sweep (spark_ttl)"),
+    "timer": ("statebench's timer strategy is an expiry-ordered index that removes each unit "
+              "once the clock passes its expiry: on Spark that is spark_ttl (its $ttl_ index, "
+              "swept every batch); spark_timer is the per-key timer a user writes"),
+}
+_TIMING = "timing-dependent"
+
+
+def _state_types_of(spec: WorkloadSpec) -> set[str] | str:
+    """The state types the spec's operations use, or why they cannot be known (a trace)."""
+    if spec.operations is not None:
+        return {op.state_type.value for op, p in spec.operations if p > 0}
+    import pyarrow.parquet as pq
+
+    path = spec.source.path
+    try:
+        column = pq.read_table(str(path), columns=["op"]).column("op")
+    except Exception as exc:  # a missing file, no 'op' column, not Parquet
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return f"spark-tws cannot read the trace {path}: {first}"
+    values = pc.unique(column).to_pylist()
+    found: set[str] = set()
+    for value in values:
+        try:
+            op = Op(value) if isinstance(value, int) else Op.from_name(str(value))
+        except ValueError:
+            return f"spark-tws cannot read the trace {path}: unknown op {value!r}"
+        found.add(op.state_type.value)
+    return found
+
+
+class SparkTwsLane(Lane):
+    """Spark's transformWithState with TTL, changelog checkpointing on (module docstring)."""
+
+    name = "spark-tws"
+    engine = "spark"
+    summary = ("Spark Structured Streaming transformWithState (value, list, map state) on the "
+               "RocksDB state store, changelog checkpointing on; paced micro-batches")
+    runs_tasks = False
+    #: the session's JVM and Python workers warm up: the first query of a session is slow
+    keeps_state = True
+    own_strategies = SPARK_STRATEGIES
+    changelog = True
+    metric_classes: Mapping[str, str] = {m: _TIMING for m in (
+        "live_entries", "expired_present_entries", "checkpoint_dir_bytes",
+        "checkpoint_uploaded_bytes", "checkpoint_written_bytes", "checkpoint_dir_final_bytes",
+        "state_rows", "state_memory_bytes", "rocksdb_sst_bytes", "ttl_removed_values",
+        "timers_registered", "timers_fired", "expired_returned", "spark_model_mismatches",
+        "ttl_changed_outputs", "ttl_compared_outputs", "ttl_changed_results", "spark_batches")}
+
+    # ---------------------------------------------------------------- what it runs
+    def spec_reason(self, run: RunView) -> str | None:
+        spec = run.spec
+        if spec.operator is not None:
+            return (f"{self.name} runs key-value specs; {spec.name} has an [operator] table "
+                    f"({spec.operator.kind}), whose Spark lane is spark-sql")
+        types = _state_types_of(spec)
+        if isinstance(types, str):
+            return types
+        other = sorted(types - {StateType.VALUE.value, StateType.LIST.value,
+                                StateType.MAP.value})
+        if other:
+            return (f"{self.name}: Spark's transformWithState has value, list and map state "
+                    f"only; {spec.name} uses {' and '.join(other)} state")
+        return None
+
+    def strategy_reason(self, run: RunView, label: str) -> str | None:
+        text = run.cleanup_of(label)
+        name = text.split("(", 1)[0].strip()
+        if name in FOREIGN_REASONS:
+            return f"{self.name}: {FOREIGN_REASONS[name]}"
+        if name == "spark_watermark":
+            return (f"{self.name}: spark_watermark is the spark-sql lane's (its built-in "
+                    "operators evict by watermark); transformWithState state expires by "
+                    "spark_ttl or spark_timer")
+        if name not in SPARK_STRATEGIES:
+            return (f"{self.name} runs {', '.join(SPARK_STRATEGIES)}; '{text}' is not one of "
+                    "them")
+        if name == "spark_no_ttl":
+            return None
+        ttl = run.ttl_of(label)
+        state = run.spec.state
+        if ttl is None:
+            return f"{self.name}: {name} needs a TTL; {run.spec.name} has no state.ttl_ms"
+        if state.visibility != "NeverReturnExpired":
+            return (f"{self.name}: Spark never returns an expired value (reads filter them); "
+                    f"{run.spec.name} asks for {state.visibility}")
+        if state.update_type != "OnCreateAndWrite":
+            return (f"{self.name}: Spark refreshes a TTL on write only (a read never rewrites "
+                    f"the expiration); {run.spec.name} asks for {state.update_type}")
+        if ttl / run.speedup < 1:
+            return (f"{self.name}: a TTL of {ttl} ms at speedup {run.speedup:g} is under "
+                    "1 wall ms, Spark's TTL resolution")
+        return None
+
+    def check(self, run: RunView) -> str | None:
+        root = run.checkpoint_root
+        if root is not None and "://" in root and not root.startswith("file://"):
+            return (f"checkpoint root {root}: the {self.name} lanes measure their checkpoint "
+                    "folder on local disk; give a local folder or a file:// URI")
+        try:
+            import pyspark  # noqa: F401
+        except ImportError as exc:
+            return f"{self.name} needs pyspark: {exc}"
+        return None
+
+    # ---------------------------------------------------------------- one job
+    def run_job(self, run: RunView, cfg: OperatorConfig, facts: DataFacts) -> pa.Table:
+        from backends.spark.tws import QuerySettings, run_query
+        from workloads.run import run_tempdirs
+        from workloads.run.engines.spark_session import get_session
+        from workloads.run.metrics import MetricRows
+
+        reason = self.spec_reason(run) or self.strategy_reason(run, cfg.strategy)
+        if reason is not None:
+            raise ValueError(reason)
+        spark = get_session()
+        events, release_ms, reads = lane_events(run, cfg, facts)
+        processor = processor_settings(run, cfg)
+        paced_s = float(release_ms[-1]) / 1000.0 if len(release_ms) else 0.0
+        settings = QuerySettings(processor, changelog=self.changelog,
+                                 partitions=cfg.parallelism, slice_ms=SLICE_MS,
+                                 trigger_ms=TRIGGER_MS,
+                                 timeout_s=DEFAULT_TIMEOUT_S + 2 * paced_s)
+        with run_tempdirs.temp_dir("statebench-spark-tws-", dir=run.local_dir) as tmp:
+            work = Path(tmp)
+            checkpoint = self.checkpoint_dir(cfg, run.checkpoint_root, work)
+            result = run_query(spark, events, release_ms, settings, work, checkpoint,
+                               name=f"statebench_tws_{cfg.repetition}")
+        rows = MetricRows(cfg.scenario)
+        rows.extend(job_rows(run, cfg, facts, events, release_ms, reads, processor, result))
+        return pa.Table.from_batches([rows.to_batch()])
+
+    def checkpoint_dir(self, cfg: OperatorConfig, root: str | None, work: Path) -> Path:
+        """``<root>/<run id>/<scenario slug>/rep-<r>/<lane>`` as every lane's (a fresh
+        folder: Spark would resume a query from an existing one), or the job's temporary
+        folder when the run has no checkpoint root."""
+        from workloads.run.checkpoints import slug
+
+        if root is None:
+            return work / "checkpoint"
+        base = Path(root.removeprefix("file://") or "/").absolute()
+        folder = (base / slug(cfg.run_id) / slug(cfg.scenario.label) / f"rep-{cfg.repetition}"
+                  / self.name)
+        if folder.exists():
+            shutil.rmtree(folder)
+        return folder
+
+
+class SparkTwsNoChangelogLane(SparkTwsLane):
+    """The same with RocksDB changelog checkpointing off (the changelog knob)."""
+
+    name = "spark-tws-nochangelog"
+    summary = ("Spark Structured Streaming transformWithState on the RocksDB state store, "
+               "changelog checkpointing off (every commit uploads the new SST files)")
+    changelog = False
+
+
+SPARK_TWS_LANES: tuple[SparkTwsLane, ...] = (SparkTwsLane(), SparkTwsNoChangelogLane())
+
+
+# ------------------------------------------------------------------------------------------------
+# Input
+# ------------------------------------------------------------------------------------------------
+
+
+def lane_events(run: RunView, cfg: OperatorConfig,
+                facts: DataFacts) -> tuple[pa.Table, np.ndarray, int]:
+    """The run's events as the query's input (``key, ord, op, v, mk`` in time order), each
+    event's release time (wall ms after the start) and how many of them are reads."""
+    from workloads.payloads import PayloadColumn
+    from workloads.run.source import keyed_table
+
+    spec = run.spec
+    table = keyed_table(spec, run.partitions, cfg.parallelism, cfg.max_parallelism,
+                        run.batch_size)
+    table = table.sort_by([("ts", "ascending"), ("seq", "ascending")])
+    n = table.num_rows
+    vtype = {"long": pa.int64(), "string": pa.string(), "bytes": pa.binary()}[cfg.value_type]
+    values = PayloadColumn(cfg.value_type).values(
+        table.select(["value", "value_size"]).combine_chunks().to_batches()[0]
+        if n else pa.RecordBatch.from_pydict({"value": [], "value_size": []}))
+    events = pa.table({
+        "key": table.column("key").cast(pa.int64()),
+        "ord": pa.array(np.arange(n, dtype=np.int64)),
+        "op": table.column("op").cast(pa.int8()),
+        "v": pa.array(values, vtype),
+        "mk": table.column("map_key").cast(pa.int32()),
+    })
+    ts = table.column("ts").to_numpy()
+    release = np.maximum(0, (ts - facts.start_ms) / run.speedup).astype(np.int64)
+    release = np.maximum.accumulate(release) if n else release  # out-of-order ts: not earlier
+    ops = table.column("op").to_numpy()
+    read_codes = [int(o) for o in (Op.VALUE_GET, Op.VALUE_RMW, Op.LIST_GET, Op.MAP_GET,
+                                   Op.MAP_ITERATE)]
+    return events, release, int(np.isin(ops, read_codes).sum())
+
+
+def processor_settings(run: RunView, cfg: OperatorConfig) -> Any:
+    """The processor of scenario ``cfg``: its state types, and its TTL or timer in wall ms."""
+    from backends.spark.tws import SPARK_STATE_TYPES, ProcessorSettings
+
+    name = run.cleanup_of(cfg.strategy).split("(", 1)[0].strip()
+    wall = None if cfg.ttl_ms is None else max(1, round(cfg.ttl_ms / run.speedup))
+    return ProcessorSettings(
+        state_types=tuple(s for s in cfg.state_types if s in SPARK_STATE_TYPES),
+        value_type=cfg.value_type,
+        op_codes=tuple((op.spec_name, int(op)) for op in Op),
+        ttl_ms=wall if name == "spark_ttl" else None,
+        timer_ms=wall if name == "spark_timer" else None)
+
+
+# ------------------------------------------------------------------------------------------------
+# Rows
+# ------------------------------------------------------------------------------------------------
+
+
+def epoch_ms(iso: str) -> int:
+    """A progress ``timestamp`` (ISO 8601, UTC, ``Z``) as epoch ms."""
+    return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def spark_batches(progress: list[dict[str, Any]], data_times: Any) -> tuple[list[Any],
+                                                                            dict[int, int]]:
+    """Every reported batch as the model's ``Batch`` (its TTL clock and its end, epoch ms),
+    and which batch (index) each data batch time belongs to.
+
+    A batch with data carries its exact time (its events' output rows); it belongs to the batch
+    whose trigger started last before it. A batch without data has no output: its time is its
+    trigger's start plus its ``latestOffset`` phase, after which Spark takes the batch
+    timestamp (``MicroBatchExecution.constructNextBatch``; measured here: the data batches'
+    times were that sum plus 0-1 ms)."""
+    from bisect import bisect_right
+
+    from backends.spark.tws_model import Batch
+
+    starts = [epoch_ms(p["timestamp"]) for p in progress]
+    owner: dict[int, int] = {}
+    for t in sorted({int(t) for t in data_times}):
+        i = bisect_right(starts, t) - 1
+        if i >= 0:
+            owner[i] = t
+    batches = []
+    for i, p in enumerate(progress):
+        durations = p["durationMs"]
+        time_ms = owner.get(i, starts[i] + int(durations.get("latestOffset", 0)))
+        batches.append(Batch(time_ms, starts[i] + int(durations.get("triggerExecution", 0))))
+    return batches, {t: i for i, t in owner.items()}
+
+
+def _operator(progress: dict[str, Any]) -> dict[str, Any]:
+    ops = progress.get("stateOperators") or []
+    return ops[0] if ops else {}
+
+
+def job_rows(run: RunView, cfg: OperatorConfig, facts: DataFacts, events: pa.Table,
+             release_ms: np.ndarray, reads: int, processor: Any, result: Any) -> list[tuple]:
+    """One query's rows (module docstring)."""
+    from backends.spark.tws_model import replay
+
+    rep = cfg.repetition
+    rows: list[tuple] = []
+
+    def add(step: int, t: int, metric: str, value: float, unit: str) -> None:
+        rows.append((TOTAL_TASK, step, t, metric, float(value), unit))
+
+    n = events.num_rows
+    speedup = run.speedup
+    t0 = result.t0_ms
+
+    def clock(wall_ms: int) -> int:  # a no-data batch may start just before the clock
+        return max(facts.start_ms, int(facts.start_ms + (wall_ms - t0) * speedup))
+
+    progress = result.progress
+    durations = [int(p["durationMs"].get("triggerExecution", 0)) for p in progress]
+    out = result.outputs
+    ords = out.column("ord").to_numpy()
+    times = out.column("t").to_numpy()
+    order = np.argsort(ords)
+    ords, times = ords[order], times[order]
+    spark_results = out.column("r").to_numpy()[order]
+    batches, index_of = spark_batches(progress, np.unique(times).tolist())
+    end_of = {t: batches[i].commit_ms for t, i in index_of.items()}
+    busy_ms = sum(durations[i] for i in index_of.values())
+
+    add(rep, NO_TIME, "records", n, "count")
+    add(rep, NO_TIME, "records_per_s", n / (busy_ms / 1000.0) if busy_ms else 0.0,
+        "records/s")
+    span_s = (result.last_release_ms - t0) / 1000.0
+    add(rep, NO_TIME, "released_records_per_s", n / span_s if span_s > 0 else 0.0, "records/s")
+    ends = np.array([end_of.get(int(t), int(t)) for t in times], dtype=np.int64)
+    lat_us = (ends - (t0 + release_ms[ords])) * 1000.0
+    if len(lat_us):
+        for metric, q in (("latency_p50_us", 50), ("latency_p99_us", 99),
+                          ("latency_p999_us", 99.9)):
+            add(rep, NO_TIME, metric, float(np.percentile(lat_us, q)), "us")
+        add(rep, NO_TIME, "latency_max_us", float(lat_us.max()), "us")
+    if durations:
+        arr = np.array(durations, dtype=np.float64)
+        add(rep, NO_TIME, "batch_duration_p50_ms", float(np.percentile(arr, 50)), "ms")
+        add(rep, NO_TIME, "batch_duration_p99_ms", float(np.percentile(arr, 99)), "ms")
+        add(rep, NO_TIME, "batch_duration_max_ms", float(arr.max()), "ms")
+    add(rep, NO_TIME, "spark_batches", len(progress), "count")
+    add(rep, NO_TIME, "spark_query_s", result.wall_s, "s")
+    add(rep, NO_TIME, "spark_start_s", result.start_s, "s")
+
+    def summed(key: str, custom: bool = True) -> float:
+        total = 0.0
+        for p in progress:
+            op = _operator(p)
+            total += float((op.get("customMetrics") or {}).get(key, 0) if custom
+                           else op.get(key, 0) or 0)
+        return total
+
+    add(rep, NO_TIME, "ttl_removed_values", summed("numValuesRemovedDueToTTLExpiry"), "count")
+    add(rep, NO_TIME, "timers_registered", summed("numRegisteredTimers"), "count")
+    add(rep, NO_TIME, "state_commit_total_ms", summed("commitTimeMs", custom=False), "ms")
+    add(rep, NO_TIME, "checkpoint_written_bytes",
+        sum(new for _, new in result.checkpoint_sizes.values()), "bytes")
+    add(rep, NO_TIME, "checkpoint_dir_final_bytes", result.checkpoint_end_bytes, "bytes")
+
+    # the model, on the batch times Spark ran with
+    op_codes = dict(processor.op_codes)
+    cols = [events.column(c).to_pylist() for c in ("ord", "key", "op", "v", "mk")]
+    seq = list(zip(*cols))
+    batch_of = dict(zip(ords.tolist(), times.tolist()))
+    model = replay(seq, batch_of, batches, op_codes, processor.ttl_ms, processor.timer_ms,
+                   None if cfg.ttl_ms is None else max(1, round(cfg.ttl_ms / speedup)))
+    expected = np.array([model.results[o] for o in ords.tolist()], dtype=np.int64)
+    add(rep, NO_TIME, "expired_returned", model.expired_returned, "count")
+    # Spark's numExpiredTimers stayed 0 for this Python processor while its timers fired (the
+    # store's rows fell, reads matched the model's): the model counts them
+    add(rep, NO_TIME, "timers_fired", model.timers_fired, "count")
+    add(rep, NO_TIME, "spark_model_mismatches", int((spark_results != expected).sum()), "count")
+    if (processor.ttl_ms is not None or processor.timer_ms is not None) and reads:
+        reference = replay(seq, batch_of, batches, op_codes, None, None, None)
+        ref = np.array([reference.results[o] for o in ords.tolist()], dtype=np.int64)
+        is_read = ref != 0
+        changed = int(((spark_results != ref) & is_read).sum())
+        compared = int(is_read.sum())
+        add(rep, NO_TIME, "ttl_changed_outputs", changed, "count")
+        add(rep, NO_TIME, "ttl_compared_outputs", compared, "count")
+        add(rep, NO_TIME, "ttl_changed_results", changed / compared if compared else 0.0,
+            "share")
+
+    # per micro-batch
+    counts = {c.time_ms: c for c in model.batches}
+    for i, p in enumerate(progress):
+        batch = int(p["batchId"])
+        t_wall = batches[i].time_ms
+        t = clock(t_wall)
+        total, new = result.checkpoint_sizes.get(batch, (0, 0))
+        add(batch, t, "checkpoint_dir_bytes", total, "bytes")
+        add(batch, t, "checkpoint_uploaded_bytes", new, "bytes")
+        if not cfg.emit_series:
+            continue
+        op = _operator(p)
+        custom = op.get("customMetrics") or {}
+        if op:
+            add(batch, t, "state_rows", op.get("numRowsTotal", 0), "rows")
+            add(batch, t, "state_memory_bytes", op.get("memoryUsedBytes", 0), "bytes")
+            add(batch, t, "rocksdb_sst_bytes", custom.get("rocksdbSstFileSize", 0), "bytes")
+            add(batch, t, "state_commit_ms", op.get("commitTimeMs", 0), "ms")
+        add(batch, t, "batch_duration_ms", durations[i], "ms")
+        c = counts.get(t_wall)
+        if c is not None:
+            add(batch, t, "live_entries", c.live, "entries")
+            add(batch, t, "expired_present_entries", c.expired_present, "entries")
+    return rows

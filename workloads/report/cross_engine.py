@@ -1,0 +1,128 @@
+"""Flink SQL beside Spark on one operator workload: a table and one figure per workload that ran
+on both a ``flink-sql`` lane (the query with ``table.exec.state.ttl``) and ``spark-sql`` (the
+same query in Structured Streaming, its state evicted by watermark).
+
+Why a section of its own: the two engines expire state by different rules (a TTL on processing
+time against a watermark on event time) and measure it in different units (RocksDB's key
+estimate against the state store's rows; a checkpoint's full state size against the checkpoint
+folder's bytes). Each cell therefore names the engine's own metric, and the page never divides
+one engine's number by the other's: the table puts them side by side, with their spread and
+class, and says where a measure means something else on each side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html import escape
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from workloads.report.figures import Chart, slug
+from workloads.report.load import Run, ScenarioKey, backend_label
+from workloads.report.stats import stat
+from workloads.report.tables import metric_class, stat_cell, unit_of
+from workloads.report.template import chart_html
+
+#: Lane name prefixes of each side.
+FLINK_SQL = "flink-sql"
+SPARK_SQL = "spark-sql"
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One column: what it stands for and each engine's metric for it."""
+
+    title: str
+    flink: str
+    spark: str
+    note: str = ""
+
+
+MEASURES = (
+    Measure("state (peak)", "estimated_entries", "state_rows",
+            "Flink: RocksDB's estimate-num-keys over the job's column families (counts "
+            "overwritten and expired entries until a compaction drops them; none on HashMap); "
+            "Spark: the state store's rows (numRowsTotal)"),
+    Measure("checkpoint (peak)", "checkpoint_bytes", "checkpoint_dir_bytes",
+            "Flink: a completed checkpoint's full state size; Spark: the checkpoint folder after "
+            "a batch (offsets, commits, the state store's changelogs and snapshots)"),
+    Measure("throughput", "records_per_s", "records_per_s",
+            "the operator's input records over the job's busy time on both sides"),
+    Measure("latency", "latency_p99_us", "batch_duration_p50_ms",
+            "Flink: p99 of each output row's delay behind the paced clock; Spark: the median "
+            "micro-batch's duration (Spark emits per batch)"),
+    Measure("outputs", "operator_outputs", "operator_outputs",
+            "rows the query emitted (Flink's changelog rows, Spark's sink rows)"),
+    Measure("outputs changed", "ttl_changed_results", "ttl_changed_results",
+            "the share of outputs the expiry changed against the same query keeping its state"),
+)
+
+
+def _keys(run: Run, workload: str, prefix: str) -> list[ScenarioKey]:
+    return [k for k in run.scenarios(workload)
+            if k.backend.startswith(prefix) and k not in run.not_applicable]
+
+
+def _metric(key: ScenarioKey, measure: Measure) -> str:
+    return measure.spark if key.backend.startswith("spark-") else measure.flink
+
+
+def _table(run: Run, workload: str, keys: list[ScenarioKey]) -> str:
+    head = ('<thead><tr><th scope="col">lane</th><th scope="col">strategy</th>'
+            + "".join(f'<th scope="col" title="{escape(m.note)}">{escape(m.title)}</th>'
+                      for m in MEASURES) + "</tr></thead>")
+    rows = []
+    for key in keys:
+        cells = []
+        for m in MEASURES:
+            metric = _metric(key, m)
+            cell = stat_cell(stat(run, key, metric), unit_of(run, metric), metric,
+                             metric_class(run, key, metric))
+            cells.append(cell.replace("</td>", f"<br><small>{escape(metric)}</small></td>", 1))
+        rows.append(f'<tr data-backend="{escape(key.backend)}" '
+                    f'data-strategy="{escape(key.strategy)}"><td>'
+                    f'{escape(backend_label(key.backend))}</td><th scope="row">'
+                    f'{escape(key.strategy)}</th>{"".join(cells)}</tr>')
+    notes = "".join(f"<li><strong>{escape(m.title)}</strong>: {escape(m.note)}</li>"
+                    for m in MEASURES)
+    return (f'<div class="scroll"><table class="stats" data-workload="{escape(workload)}" '
+            f'data-group="cross_engine">{head}<tbody>{"".join(rows)}</tbody></table></div>'
+            f"<ul class=\"measure-notes\">{notes}</ul>")
+
+
+def _figure(run: Run, workload: str, keys: list[ScenarioKey]) -> Chart:
+    shown = [m for m in MEASURES if m.title != "latency"]  # the latencies measure different things
+    fig = make_subplots(rows=1, cols=len(shown), subplot_titles=[m.title for m in shown])
+    labels = [f"{k.backend}<br>{k.strategy}" for k in keys]
+    for col, m in enumerate(shown, start=1):
+        values = []
+        for key in keys:
+            s = stat(run, key, _metric(key, m))
+            values.append(None if s is None else s.center)
+        fig.add_trace(go.Bar(x=labels, y=values, name=m.title, showlegend=False,
+                             marker_color=["#1f77b4" if k.backend.startswith("flink-")
+                                           else "#ff7f0e" for k in keys]), row=1, col=col)
+    fig.update_layout(height=360, margin={"t": 40, "b": 80})
+    return Chart(f"cross-engine-{slug(workload)}", f"{workload}: Flink SQL and Spark",
+                 "Each engine's own measure (the table names them); blue Flink SQL, orange "
+                 "Spark.", fig, sorted({k.strategy for k in keys}))
+
+
+def cross_engine_html(run: Run) -> str | None:
+    """The section for every workload with both a Flink SQL and a Spark SQL scenario that ran
+    (None when there is none)."""
+    parts = []
+    for workload in run.workloads:
+        flink, spark = _keys(run, workload, FLINK_SQL), _keys(run, workload, SPARK_SQL)
+        if not flink or not spark:
+            continue
+        keys = flink + spark
+        parts.append(f"<h3>{escape(workload)}</h3>"
+                     "<p>Flink SQL expires state by <code>table.exec.state.ttl</code> (processing "
+                     "time, its backend's background cleanup); Spark evicts it when the "
+                     "watermark passes (event time). Each cell is the engine's own number; no "
+                     f"cell divides one by the other.</p>{_table(run, workload, keys)}"
+                     f"{chart_html(_figure(run, workload, keys))}")
+    return "\n".join(parts) if parts else None
+
