@@ -1,13 +1,21 @@
 """asv: Flink's own per-op rates beside statebench's, measured in the same run, per commit.
 
 `setup_cache` runs the per-op suite once (``bench/flink_ops.py``) and builds its document
-(``bench/perop.py``); the tracks read that document. By default it runs the *quick* protocol
-(2 forks per backend, op and TTL mode, 2 workers per backend and state kind, 3 short rounds,
-20 k keys): asv gives a benchmark no sign of ``--quick`` (it only runs each one once, and
-``setup_cache`` runs whole either way), and the full protocol kept a fresh clone's first
-``asv run --quick`` busy past 23 minutes. The protocols that measure what the docs report are
-opt-in: ``STATEBENCH_PEROP_PROTOCOL=full asv run ...`` (3 fresh JVMs per backend, op and TTL
-mode, 5 measured 1 s rounds after at least 3 s of warm-up; 6 workers; 100 k keys) or ``=lean``.
+(``bench/perop.py``); the tracks read that document. asv gives a benchmark no sign of
+``--quick`` (it only runs each one once, and ``setup_cache`` runs whole either way), and the
+per-op protocols, even the quick one, were most of a fresh clone's first ``asv run --quick``
+(docs/performance.md, "Tracking with asv"). So the protocol (:func:`protocol`) is:
+
+* ``$STATEBENCH_PEROP_PROTOCOL`` where it names one (quick, lean or full);
+* else ``full`` under ``STATEBENCH_ASV_PROTOCOL=full`` (bench/asv_protocol.py, the asv suite's
+  one switch): 3 fresh JVMs per backend, op and TTL mode, 5 measured 1 s rounds after at least
+  3 s of warm-up; 6 workers; 100 k keys;
+* else :data:`ASV_QUICK`, asv's default: the quick protocol's rounds and 20 k keys from one
+  fresh JVM per backend, op and TTL mode and one worker per backend and state kind. Each
+  number is one process's median over 3 rounds, a point with no interval over processes, so
+  the document's verdicts mean nothing there (theirs come from ``python -m bench.perop run``);
+  what asv tracks (medians and ratios) keeps its meaning, measured once.
+
 The protocol's name is part of ``version``, so asv never draws one protocol's history into
 another's. asv treats larger as worse, so they are times per op and ratios of times:
 
@@ -25,15 +33,41 @@ argument) and ``setup`` raises NotImplementedError, asv's skip.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from typing import Any
 
 from asv_runner.benchmarks.mark import skip_for_params
 
-from bench.flink_ops import KINDS, MODES, OPS, protocol_from_env
+from bench import asv_protocol
+from bench.flink_ops import (
+    FULL,
+    KINDS,
+    MODES,
+    OPS,
+    PROTOCOL_ENV,
+    QUICK,
+    Protocol,
+    protocol_from_env,
+)
 
 UNAVAILABLE = "unavailable"
-#: The protocol of this run: $STATEBENCH_PEROP_PROTOCOL, quick unless it names lean or full.
-PROTOCOL = protocol_from_env()
+#: asv's default per-op protocol: the quick one with one process per side where it has two,
+#: half its JVMs and workers, whose start-up and fill are most of its time.
+ASV_QUICK = dataclasses.replace(QUICK, name="asv-quick", forks=1, workers=1)
+
+
+def protocol() -> Protocol:
+    """$STATEBENCH_PEROP_PROTOCOL where set; else full under $STATEBENCH_ASV_PROTOCOL=full;
+    else ASV_QUICK. A name either variable does not know is refused (ValueError)."""
+    suite = asv_protocol.asv_protocol()  # refused when wrong, even where the other is set
+    if os.environ.get(PROTOCOL_ENV, "").strip():
+        return protocol_from_env()
+    return FULL if suite == asv_protocol.FULL else ASV_QUICK
+
+
+#: The protocol of this run.
+PROTOCOL = protocol()
 
 
 def _measure() -> dict[str, Any]:
@@ -58,10 +92,10 @@ class FlinkOps:
     params = (list(KINDS), list(MODES), list(OPS))
     param_names = ["backend", "ttl", "op"]
     timeout = 3600
-    # 6: the protocol in the version (quick by default); 5: an op's mode forks take turns,
-    # charged until their next turn; 4: one state per fork; 3: modes side by side in one fork;
-    # 2: forks, 100 k keys
-    version = f"flink-ops-6-{PROTOCOL.name}"
+    # 7: asv's own quick protocol by default; 6: the protocol in the version; 5: an op's mode
+    # forks take turns, charged until their next turn; 4: one state per fork; 3: modes side by
+    # side in one fork; 2: forks, 100 k keys
+    version = f"flink-ops-7-{PROTOCOL.name}"
 
     def setup_cache(self) -> dict[str, Any]:
         return _measure()

@@ -2,14 +2,24 @@
 
 `setup_cache` runs the in-process runner once per commit (asv calls it once per environment and
 hands its result to every track_* below): workloads x backends x every strategy, plus a TTL
-sweep, each :data:`RUNS` times. The track_* benchmarks read those metrics: an exact number (the
-same in every run, ``workloads.report.metrics.class_of``) as it is, a timed or timing-dependent
-one (RocksDB's physical bytes and incremental checkpoint sizes move with background compactions)
-as the median over the runs. asv treats a larger number as worse, so every
-metric here is "lower is better": time per record instead of records per second, bytes, entries,
-milliseconds. A combination that cannot run (incremental cleanup on RocksDB, the compaction
-filter on an event-time clock) raises NotImplementedError in setup, which asv shows as skipped.
-Flink's own backends run as reference lanes (``flink-heap``, ``flink-rocksdb``,
+sweep. How many events and runs is the protocol's (:data:`PROTOCOL`, from
+``$STATEBENCH_ASV_PROTOCOL``, bench/asv_protocol.py):
+
+* ``quick`` (the default): :data:`QUICK_EVENTS` events per scenario, one run. asv's ``--quick``
+  does not shrink a ``setup_cache``, and the full protocol's took most of a fresh clone's first
+  ``asv run --quick``. A quick track is one run's number over fewer events (more of it warm-up,
+  fewer TTL periods), comparable only with other quick runs.
+* ``full``: :data:`FULL_EVENTS` events, each scenario run 3 times.
+
+The protocol's name is part of every ``version`` here, so the two never share a history; the
+tracked names are the same. The track_* benchmarks read the cached metrics: an exact number
+(the same in every run, ``workloads.report.metrics.class_of``) as it is, a timed or
+timing-dependent one (RocksDB's physical bytes and incremental checkpoint sizes move with
+background compactions) as the median over the runs. asv treats a larger number as worse, so
+every metric here is "lower is better": time per record instead of records per second, bytes,
+entries, milliseconds. A combination that cannot run (incremental cleanup on RocksDB, the
+compaction filter on an event-time clock) raises NotImplementedError in setup, which asv shows
+as skipped. Flink's own backends run as reference lanes (``flink-heap``, ``flink-rocksdb``,
 ``flink-forst``) when ``statebench[flink]`` and a JDK are there (asv installs the extra); Flink
 keeps no cleanup counters, so their cleanup-lag track has no number.
 """
@@ -17,18 +27,41 @@ keeps no cleanup counters, so their cleanup-lag track has no number.
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from typing import Any
+
+from bench.asv_protocol import FULL, QUICK, asv_protocol
 
 WORKLOADS = ["sessions-churn", "ycsb-a"]
 #: Flink's reference lanes run where they can (statebench[flink] and a JDK); elsewhere their
 #: benchmarks are skipped.
 BACKENDS = ["heap", "rocksdb", "flink-heap", "flink-rocksdb", "flink-forst"]
 STRATEGIES = ["none", "full_snapshot", "incremental(5, false)", "compaction_filter(1000)", "timer"]
-EVENTS = 200_000  # 2 s of logical time at the shipped specs' 100 k events/s
+#: Events per scenario: 8 s of logical time at sessions-churn's 25 k events/s (10 s at ycsb-a's
+#: 20 k), 8 TTL periods of 1 s.
+FULL_EVENTS = 200_000
+#: A quarter: 2 s of sessions-churn (2.5 s of ycsb-a), still past the 1 s TTL and 8 checkpoints.
+QUICK_EVENTS = 50_000
 CHECKPOINT_INTERVAL_MS = 250
 TTL_SWEEP_MS = [100, 300, 1000]
-#: Runs per cached scenario: timed and timing-dependent tracks report their median.
-RUNS = 3
+
+
+@dataclass(frozen=True)
+class ScenarioProtocol:
+    """How much each cached scenario measures."""
+
+    name: str
+    events: int
+    #: runs per cached scenario: timed and timing-dependent tracks report their median
+    runs: int
+
+
+PROTOCOLS = {
+    QUICK: ScenarioProtocol(QUICK, events=QUICK_EVENTS, runs=1),
+    FULL: ScenarioProtocol(FULL, events=FULL_EVENTS, runs=3),
+}
+#: The protocol of this run: $STATEBENCH_ASV_PROTOCOL, quick unless it names full.
+PROTOCOL = PROTOCOLS[asv_protocol()]
 #: Summary names derived from a metric (``peak_<m>``, ``steady_<m>``).
 DERIVED_PREFIXES = ("peak_", "steady_")
 
@@ -89,11 +122,15 @@ def combine_runs(summaries: list[dict[str, float]], backend: str, strategy: str,
 
 
 def _run(spec_name: str, strategies: list[str], overrides: dict | None = None,
-         runs: int = RUNS) -> dict:
+         runs: int | None = None, protocol: ScenarioProtocol = PROTOCOL) -> dict:
+    """Summaries of ``runs`` (the protocol's unless given) runs of a spec at the protocol's
+    events, combined by :func:`combine_runs`."""
     from workloads.spec import load_spec
 
+    runs = protocol.runs if runs is None else runs
     spec = load_spec(spec_name).with_overrides(
-        events=EVENTS, checkpoint_interval_ms=CHECKPOINT_INTERVAL_MS, **(overrides or {}))
+        events=protocol.events, checkpoint_interval_ms=CHECKPOINT_INTERVAL_MS,
+        **(overrides or {}))
     per_run = [_run_once(spec, strategies) for _ in range(runs)]
     keys = dict.fromkeys(k for summary, _ in per_run for k in summary)
     summary = {
@@ -125,12 +162,14 @@ def _metric(cache: dict, key: tuple, name: str) -> float:
 
 
 class Scenarios:
-    """Metrics of one in-process run per workload x backend x strategy."""
+    """Metrics of in-process runs per workload x backend x strategy (the protocol's events and
+    runs: one run of a quarter of the events unless $STATEBENCH_ASV_PROTOCOL=full)."""
 
     params = (WORKLOADS, BACKENDS, STRATEGIES)
     param_names = ["workload", "backend", "strategy"]
     timeout = 1800
-    version = "scenarios-1"
+    # 2: the protocol in the version (quick by default)
+    version = f"scenarios-2-{PROTOCOL.name}"
 
     def setup_cache(self) -> dict:
         cache: dict = {}
@@ -181,12 +220,14 @@ for _name, _metric_name, _scale, _unit in TRACKS:
 
 
 class TtlSweep:
-    """Peak stored entries of the session-churn workload as the TTL grows (a numeric x-axis)."""
+    """Peak stored entries of the session-churn workload as the TTL grows (a numeric x-axis),
+    one run each at the protocol's events (a quarter unless $STATEBENCH_ASV_PROTOCOL=full)."""
 
     params = (TTL_SWEEP_MS, BACKENDS, ["none", "timer"])
     param_names = ["ttl_ms", "backend", "strategy"]
     timeout = 1800
-    version = "ttl-sweep-2"  # 2: the peak of live + expired (was the sum of their peaks)
+    # 3: the protocol in the version; 2: the peak of live + expired (was the sum of their peaks)
+    version = f"ttl-sweep-3-{PROTOCOL.name}"
 
     def setup_cache(self) -> dict:
         cache: dict = {}

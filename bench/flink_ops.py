@@ -1,7 +1,8 @@
 """Per-op rates of Flink's own backends and of statebench's, measured as JMH and pyperf measure.
 
-Shared by the pytest-benchmark suite (``bench/pytest/test_bench_flink.py``, the lean protocol),
-asv (``bench/bench_flink.py``, the full protocol) and the command line (``python -m bench.perop``).
+Shared by the pytest-benchmark suite (``bench/pytest/test_bench_flink.py``, the quick protocol),
+asv (``bench/bench_flink.py``: its own smaller quick protocol, the full one on request, see
+``bench.asv_protocol``) and the command line (``python -m bench.perop``).
 
 * **Flink** (JMH's way): every fork is a fresh JVM worker for one (backend, op), as JMH forks per
   benchmark; its heap is sized up front (-Xms = -Xmx), so the collector's work does not change
@@ -111,15 +112,15 @@ FULL = Protocol("full", forks=3, jvm_warmup_min=3, jvm_warmup=8, jvm_iterations=
 #: statebench workers per state kind, three rounds (one full rotation of the modes).
 LEAN = Protocol("lean", forks=3, jvm_warmup_min=8, jvm_warmup=12, jvm_iterations=3,
                 jvm_iteration_ms=250, workers=3, py_warmup=1, py_values=3, py_min_value_s=0.1)
-#: The default of CI's test and of asv: the same measurement at the smallest size that still
+#: The default of CI's test: the same measurement at the smallest size that still
 #: pairs every mode in every round position (two forks and two workers, three rounds), over
 #: 20 k keys, and a machine gate that counts slow rounds but neither waits nor retakes (its
 #: numbers decide nothing; under a neighbour's load, waits and retakes were most of its time).
 #: It proves the suite runs end to end and that its document keeps its rules (every rate,
 #: every round, a verdict per cell that follows from its interval); its verdicts are not the
 #: docs' (those come from ``python -m bench.perop run --protocol lean``, three runs of it
-#: compared). The lean protocol took 12-14 minutes of CI and the full one kept asv's first
-#: ``asv run --quick`` on a fresh clone busy past 23 minutes (docs/performance.md).
+#: compared). Why not the lean or full protocol in CI and asv: docs/performance.md gives their
+#: times.
 QUICK = Protocol("quick", forks=2, jvm_warmup_min=3, jvm_warmup=6, jvm_iterations=3,
                  jvm_iteration_ms=250, workers=2, py_warmup=1, py_values=3, py_min_value_s=0.02,
                  keys=20_000, retake=False)

@@ -90,34 +90,88 @@ def test_quick_pass_without_the_extra_skips_flink_ops(
     assert "apache-flink-libraries' is missing" in out, out
 
 
-def test_flink_ops_run_the_quick_protocol_unless_asked_for_another(
+def test_forked_benchmarks_leave_no_rocksdb_folders(
+        asv_env: tuple[Path, dict[str, str]]) -> None:
+    """Under asv's forkserver a benchmark's process ends with os._exit, where no finalizer
+    runs: the RocksDB fixtures of bench_state_ops must live in the working directory asv makes
+    and removes for each benchmark, not in a temporary folder of their own (every run left one
+    behind per RocksDB parameter set)."""
+    tmp, env = asv_env
+    scratch = tmp / "tmpdir"
+    scratch.mkdir()
+    proc = _asv(tmp, "run", "--python=same", "--quick", "--show-stderr", "--bench",
+                r"^bench_state_ops\.(StateOps\.time_op\('rocksdb', 'plain', 'value_get'\)|"
+                r"RawBaselines\.time_op\('rocksdb', 'value_get'\))",
+                env={**env, "TMPDIR": str(scratch)})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "failed" not in out.lower(), out
+    assert out.count("time_op") >= 2, out  # both ran
+    assert sorted(p.name for p in scratch.iterdir()) == [], out
+
+
+def test_flink_ops_run_asvs_quick_protocol_unless_asked_for_another(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """asv gives a benchmark no sign of --quick, so FlinkOps' setup_cache runs the quick
-    protocol unless $STATEBENCH_PEROP_PROTOCOL names lean or full; the protocol is part of the
-    benchmarks' version (one protocol's history never mixes with another's), and a wrong name
-    is refused with the names it takes."""
+    """asv gives a benchmark no sign of --quick, so FlinkOps' setup_cache runs asv's quick
+    protocol (the quick one, one process per side) unless $STATEBENCH_PEROP_PROTOCOL names one
+    or $STATEBENCH_ASV_PROTOCOL=full (the suite's one switch) asks for the full one; the
+    protocol is part of the benchmarks' version (one protocol's history never mixes with
+    another's), and a wrong name in either variable is refused with the names it takes."""
     import importlib
 
     import bench.bench_flink as bench_flink
-    from bench.flink_ops import FULL, PROTOCOL_ENV, QUICK
+    from bench.asv_protocol import ASV_PROTOCOL_ENV
+    from bench.flink_ops import FULL, LEAN, PROTOCOL_ENV, QUICK
+
+    def load(asv: str | None, perop: str | None) -> object:
+        for name, value in ((ASV_PROTOCOL_ENV, asv), (PROTOCOL_ENV, perop)):
+            if value is None:
+                monkeypatch.delenv(name, raising=False)
+            else:
+                monkeypatch.setenv(name, value)
+        return importlib.reload(bench_flink)
 
     try:
-        monkeypatch.delenv(PROTOCOL_ENV, raising=False)
-        default = importlib.reload(bench_flink)
-        assert default.PROTOCOL is QUICK and default.FlinkOps.version == "flink-ops-6-quick"
-        monkeypatch.setenv(PROTOCOL_ENV, "full")
-        full = importlib.reload(bench_flink)
-        assert full.PROTOCOL is FULL and full.FlinkOps.version == "flink-ops-6-full"
-        monkeypatch.setenv(PROTOCOL_ENV, "fast")
+        default = load(None, None)
+        assert default.PROTOCOL is default.ASV_QUICK
+        assert default.FlinkOps.version == "flink-ops-7-asv-quick"
+        # the quick protocol's rounds, keys and gate; one JVM per op and mode, one worker
+        assert (default.PROTOCOL.forks, default.PROTOCOL.workers) == (1, 1)
+        assert default.PROTOCOL.jvm_iterations == QUICK.jvm_iterations
+        assert default.PROTOCOL.keys == QUICK.keys and not default.PROTOCOL.retake
+        full = load("full", None)
+        assert full.PROTOCOL is FULL and full.FlinkOps.version == "flink-ops-7-full"
+        assert load("full", "lean").PROTOCOL is LEAN  # the per-op variable picks its own
+        assert load(None, "quick").PROTOCOL is QUICK
         with pytest.raises(ValueError, match=r"'fast' is not a protocol; expected one of "
                                              r"\['full', 'lean', 'quick'\]"):
-            importlib.reload(bench_flink)
+            load(None, "fast")
+        with pytest.raises(ValueError, match=r"'fast' is not an asv protocol"):
+            load("fast", "full")
     finally:
-        monkeypatch.delenv(PROTOCOL_ENV, raising=False)
-        importlib.reload(bench_flink)
+        load(None, None)
     assert QUICK.forks >= 2 and QUICK.workers >= 2  # an interval over processes, not one value
     assert QUICK.jvm_iterations % 3 == 0 and QUICK.py_values % 3 == 0  # every mode in every
     # position of a round as often as the others (the modes' order rotates each round)
+
+
+def test_asv_forks_the_suite_which_imports_without_threads_or_jvms() -> None:
+    """asv.conf.json's forkserver forks the process that imported the suite once per
+    benchmark: that is only safe while importing it starts no Python thread and no JVM (Spark's
+    py4j gateway, a Flink worker). Checked in a fresh interpreter, as asv's server imports it."""
+    from asv import util
+
+    conf = util.load_json(str(REPO / "asv.conf.json"), js_comments=True)
+    assert conf["launch_method"] == "forkserver"
+    code = ("import threading, sys\n"
+            "import bench.bench_scenarios, bench.bench_flink, bench.bench_operators, "
+            "bench.bench_state_ops\n"
+            "print(threading.active_count(), "
+            "sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'py4j'}))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["1", "[]"], proc.stdout
 
 
 def test_setup_skips_with_the_reason() -> None:

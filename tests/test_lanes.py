@@ -81,3 +81,13 @@ def test_a_run_naming_no_strategy_adds_each_lanes_own() -> None:
                        run_id="t")
     assert "spark_ttl" not in no_ttl.strategy_labels
     assert "spark_no_ttl" in no_ttl.strategy_labels
+
+
+def test_flink_sql_brings_the_cleanup_its_ttl_runs() -> None:
+    """A SQL user sets table.exec.state.ttl and gets the backend's default cleanup: a run of an
+    operator spec naming no strategy runs it on flink-sql, whatever the spec lists."""
+    spec = load_spec("nexmark-q20-join")
+    assert "compaction_filter" not in spec.state.strategies
+    cfg = RunConfig(spec, backends=("rocksdb", "flink-sql"), run_id="t")
+    runnable, _ = plan_scenarios(cfg)
+    assert [s.strategy for s in runnable if s.backend == "flink-sql"] == ["compaction_filter"]

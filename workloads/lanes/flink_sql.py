@@ -73,6 +73,8 @@ class FlinkSqlLane(Lane):
     def __init__(self, name: str) -> None:
         self.name = name
         self.summary = f"the [operator]'s query as a real Flink SQL job on {SQL_LANES[name]}"
+        #: what table.exec.state.ttl runs on this backend: a run naming no strategy runs it
+        self.own_strategies = (SQL_CLEANUP[SQL_LANES[name]],)
 
     def spec_reason(self, run: RunView) -> str | None:
         op = run.spec.operator

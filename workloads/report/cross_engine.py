@@ -44,9 +44,10 @@ MEASURES = (
             "Flink: RocksDB's estimate-num-keys over the job's column families (counts "
             "overwritten and expired entries until a compaction drops them; none on HashMap); "
             "Spark: the state store's rows (numRowsTotal)"),
-    Measure("checkpoint (peak)", "checkpoint_bytes", "checkpoint_dir_bytes",
-            "Flink: a completed checkpoint's full state size; Spark: the checkpoint folder after "
-            "a batch (offsets, commits, the state store's changelogs and snapshots)"),
+    Measure("checkpoint", "checkpoint_bytes", "checkpoint_dir_bytes",
+            "median over checkpoints. Flink: a completed checkpoint's full state size; Spark: the "
+            "checkpoint folder after a batch (offsets, commits, the state store's changelogs and "
+            "snapshots)"),
     Measure("throughput", "records_per_s", "records_per_s",
             "the operator's input records over the job's busy time on both sides"),
     Measure("latency", "latency_p99_us", "batch_duration_p50_ms",
