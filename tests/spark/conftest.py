@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from workloads.generator import DEFAULT_BATCH_SIZE
 from workloads.run.config import DataFacts, OperatorConfig
 from workloads.run.plan import spec_time_frame, state_types_of
 from workloads.spec import WorkloadSpec
@@ -45,7 +46,13 @@ class View:
     measure_latency: bool = True
     strategy_labels: tuple[str, ...] = ("spark_no_ttl", "spark_ttl", "spark_timer")
     speedup: float = 1.0
+    batch_size: int = DEFAULT_BATCH_SIZE
     ttl_override: dict[str, int | None] = field(default_factory=dict)
+
+    @property
+    def partitions(self) -> int:
+        """The generator's partitions: the parallelism, as a run that sets none."""
+        return self.parallelism
 
     def cleanup_of(self, label: str) -> str:
         return label
