@@ -64,8 +64,8 @@ def test_without_the_check_of_the_whole_cell_identical_strategies_would_name_lea
     guarded = run_cells(model, 300, seed=31).named_any
     monkeypatch.setattr(decision, "_differ_at_all", lambda matrix, metric: 0.0)
     # and each pair tested on its own, without the closure over the cell's partitions
-    monkeypatch.setattr(decision, "closed_pair_p",
-                        lambda logs, i, j: partition_randomization(logs, [[i, j]]))
+    monkeypatch.setattr(decision, "closed_pair_ps", lambda logs, pairs: [
+        partition_randomization(logs, [[i, j]]) for i, j in pairs])
     unguarded = run_cells(model, 300, seed=31).named_any
     # the guarded rate is alpha's binomial draw over 300 cells (sd 0.0126): allow two sd
     assert unguarded > 0.15 and guarded <= 0.05 + 2 * 0.0126, (unguarded, guarded)

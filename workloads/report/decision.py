@@ -52,7 +52,7 @@ from workloads.report.paired import lead_scores, paired_values, round_matrix, ro
 from workloads.report.runinfo import sweep
 from workloads.report.significance import (
     CLOSED_MAX_STRATEGIES,
-    closed_pair_p,
+    closed_pair_ps,
     label_randomization,
     smallest_p,
     smallest_sign_flip_p,
@@ -272,7 +272,7 @@ def pick(run: Run, keys: list[ScenarioKey], metrics: tuple[str, ...]) -> Pick | 
     closed = None
     if matrix is not None and len(ranked) <= CLOSED_MAX_STRATEGIES:
         logs = np.log(matrix)  # the closed test is two-sided: orientation does not matter
-        closed = [closed_pair_p(logs, 0, i) for i in range(1, len(ranked))]
+        closed = closed_pair_ps(logs, [(0, i) for i in range(1, len(ranked))])
     found = separations(run, [(other, best, metric) for other in others],
                         paired=matrix is not None, closed=closed)
     tied = tuple(o for o, s in zip(others, found) if not s.separated)

@@ -324,11 +324,23 @@ def closed_pair_p(x: np.ndarray, i: int, j: int, draws: int = RELABELLINGS,
     Benjamini-Hochberg factor: at 6 rounds the exact paired test's smallest p is 2/64, which
     any such factor over 2 or more comparisons lifts past 0.05, so a strategy many times
     slower than two tied leaders could never be put behind them."""
+    return closed_pair_ps(x, [(i, j)], draws, seed)[0]
+
+
+def closed_pair_ps(x: np.ndarray, pairs: Sequence[tuple[int, int]],
+                   draws: int = RELABELLINGS, seed: int = BOOTSTRAP_SEED) -> list[float]:
+    """:func:`closed_pair_p` of each pair of one cell, each partition tested once for all the
+    pairs it joins (a cell's pairs share most of their partitions: the whole cell's, among
+    others)."""
     k = np.asarray(x).shape[0]
     if k > CLOSED_MAX_STRATEGIES:
         raise ValueError(f"closed testing over {k} strategies: at most {CLOSED_MAX_STRATEGIES}")
-    worst = 0.0
+    worst = [0.0] * len(pairs)
     for partition in set_partitions(list(range(k))):
-        if any(i in block and j in block for block in partition):
-            worst = max(worst, partition_randomization(x, partition, draws, seed))
+        joined = [n for n, (i, j) in enumerate(pairs)
+                  if any(i in block and j in block for block in partition)]
+        if joined:
+            p = partition_randomization(x, partition, draws, seed)
+            for n in joined:
+                worst[n] = max(worst[n], p)
     return worst
