@@ -63,6 +63,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from backends.spark.files import folder_bytes
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
@@ -349,16 +351,6 @@ class QueryReport:
         """A sha256 of the outputs as a sorted multiset: equal digests, equal outputs."""
         text = json.dumps(sorted((list(k), v) for k, v in self.outputs.items()))
         return hashlib.sha256(text.encode()).hexdigest()
-
-
-def folder_bytes(folder: Path) -> int:
-    """Bytes of every file under ``folder`` (Spark's ``.crc`` files included: on disk too)."""
-    total = 0
-    for root, _dirs, files in os.walk(folder):
-        for name in files:
-            with suppress(OSError):
-                total += os.stat(os.path.join(root, name)).st_size
-    return total
 
 
 @contextmanager

@@ -66,6 +66,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from backends.spark.files import folder_bytes, folder_files
+
 try:  # the processor's base class: a plain object where pyspark is missing (the lane's
     # check() then says so), so that importing this module never fails
     from pyspark.sql.streaming import StatefulProcessor
@@ -286,17 +288,6 @@ def write_slices(events: pa.Table, release_ms: np.ndarray, slice_ms: int,
     return out
 
 
-def folder_files(root: Path) -> dict[str, int]:
-    """Path -> size of every file under ``root`` (files vanishing meanwhile are skipped)."""
-    found: dict[str, int] = {}
-    for dirpath, _, names in os.walk(root):
-        for name in names:
-            path = os.path.join(dirpath, name)
-            with suppress(OSError):
-                found[path] = os.path.getsize(path)
-    return found
-
-
 class _Feeder(threading.Thread):
     """Renames each staged slice into the input folder at its release time."""
 
@@ -437,7 +428,7 @@ def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: Qu
             outputs=out, progress=[progress.by_batch[b] for b in batches],
             checkpoint_sizes=progress.sizes, t0_ms=int(t0 * 1000),
             last_release_ms=int((t0 + last_due) * 1000), wall_s=stopped - t0,
-            checkpoint_end_bytes=sum(folder_files(checkpoint_dir).values()), events=n,
+            checkpoint_end_bytes=folder_bytes(checkpoint_dir), events=n,
             start_s=t0 - started)
     finally:
         if feeder is not None:
