@@ -18,8 +18,17 @@ import backends as B
 SEED = 20261122
 SETUP_KEY_COUNT = 100_000
 NEW_KEY_COUNT = 200_000
-# Operations per benchmark call (JMH's OperationsPerInvocation); CI shrinks it with the env var.
-OPS_PER_CALL = int(os.environ.get("STATEBENCH_BENCH_OPS", "100000"))
+#: Overrides any suite's operations per benchmark call (JMH's OperationsPerInvocation).
+OPS_ENV = "STATEBENCH_BENCH_OPS"
+
+
+def ops_per_call(default: int) -> int:
+    """Operations per benchmark call: $STATEBENCH_BENCH_OPS where set, else the suite's own."""
+    return int(os.environ.get(OPS_ENV, default))
+
+
+#: As performance-anchors.md: 100 k operations over the 100 k pre-filled keys.
+OPS_PER_CALL = ops_per_call(100_000)
 MAP_KEY_COUNT = 10
 LIST_PREFILL = 1
 TTL_MS = 3_600_000  # 1 hour, as the anchors: nothing expires during a benchmark

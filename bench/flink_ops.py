@@ -60,7 +60,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,8 @@ class Protocol:
     #: whether the machine gate waits for the machine and retakes slow rounds (False: it still
     #: probes and counts the slow rounds it keeps, but never waits or retakes)
     retake: bool = True
+    #: the ops measured (all of OPS but in CI's protocol)
+    ops: tuple[str, ...] = OPS
 
 
 #: JMH's shape at a size a 2-core machine can afford: 3 forks per (op, TTL mode) (as
@@ -124,7 +126,12 @@ LEAN = Protocol("lean", forks=3, jvm_warmup_min=8, jvm_warmup=12, jvm_iterations
 QUICK = Protocol("quick", forks=2, jvm_warmup_min=3, jvm_warmup=6, jvm_iterations=3,
                  jvm_iteration_ms=250, workers=2, py_warmup=1, py_values=3, py_min_value_s=0.02,
                  keys=20_000, retake=False)
-PROTOCOLS = {p.name: p for p in (QUICK, LEAN, FULL)}
+#: CI's: the quick protocol on one op of each state kind (a read, a write, an iteration). CI
+#: checks the suite end to end and its document's rules, which need no more ops; the 28 cells
+#: are asv's (quick) and the docs' (lean). A Flink (backend, op) is three JVMs per fork, so the
+#: JVMs, most of the suite's time, fall from 84 to 36.
+CI = replace(QUICK, name="ci", ops=("value_get", "list_add", "map_iterate"))
+PROTOCOLS = {p.name: p for p in (CI, QUICK, LEAN, FULL)}
 
 
 def protocol_from_env(default: str = "quick") -> Protocol:
@@ -505,14 +512,14 @@ def statebench_worker(kind: str, state_kind: str, protocol: dict,
     `reference`, the best the earlier workers saw. Arguments and result are plain data (it
     crosses a process boundary): {op: {mode: OpRun as a dict}, PROBE: [ops/s],
     GATE_REFERENCE: ops/s}."""
-    proto = Protocol(**protocol)
+    proto = Protocol(**{**protocol, "ops": tuple(protocol.get("ops", OPS))})
     keys = list(range(proto.keys))
     out: dict[str, Any] = {PROBE: machine_probe(keys, proto)}
     gate = MachineGate(proto.keys, reference)
     with tempfile.TemporaryDirectory(prefix="statebench-perop-") as tmp:
         sb = _Backend(kind, state_kind, keys, Path(tmp))
         try:
-            for op in OPS_OF_STATE[state_kind]:
+            for op in (o for o in OPS_OF_STATE[state_kind] if o in proto.ops):
                 out[op] = {mode: asdict(r)
                            for mode, r in statebench_op(sb, op, proto, gate).items()}
         finally:
@@ -577,12 +584,13 @@ def measure(protocol: Protocol, kinds: Iterable[str] = KINDS,
     for kind in kinds:
         for i in range(max(protocol.forks, protocol.workers)):
             if i < protocol.forks:
-                for op in OPS:
+                for op in protocol.ops:
                     # the i-th forks of an op's modes: alive together, measured in turn
                     for mode, run in flink_forks(kind, op, protocol, i, gate).items():
                         out.setdefault(("flink", kind, mode, op), []).append(run)
             if i < protocol.workers:
-                for state_kind in OPS_OF_STATE:
+                for state_kind in (k for k, ops in OPS_OF_STATE.items()
+                                   if set(ops) & set(protocol.ops)):
                     got = statebench_process(kind, state_kind, protocol, worker_reference)
                     probes.append(got.pop(PROBE))
                     worker_reference = max(worker_reference, got.pop(GATE_REFERENCE))

@@ -84,7 +84,6 @@ from bench import perop_stats as st
 from bench.flink_ops import (
     KINDS,
     MODES,
-    OPS,
     PROTOCOLS,
     Measurements,
     OpRun,
@@ -144,7 +143,7 @@ def document(m: Measurements, protocol: Protocol, load_before: Sequence[float],
     kinds = sorted({k for _, k, _, _ in m}, key=KINDS.index)
     for kind in kinds:
         for mode in TTL_MODES:
-            for op in OPS:
+            for op in protocol.ops:
                 s_on, s_off = (_series(m[("statebench", kind, t, op)], clock)
                                for t in (mode, "off"))
                 f_on, f_off = (_series(m[("flink", kind, t, op)], clock) for t in (mode, "off"))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -49,15 +52,38 @@ def backend(kind: str, clock: B.ManualClock, make_backend) -> B.KeyedStateBacken
 DEFAULT_COMPARISON_ARGS = ("--in-process", "--events", "30000", "--repetitions", "2")
 
 
+def once_per_session(factory: pytest.TempPathFactory, name: str,
+                     make: Callable[[Path], None]) -> Path:
+    """A folder that ``make`` fills once per test session. Under pytest-xdist a session-scoped
+    fixture runs once per worker; here the first worker to need the folder fills it under a
+    lock in the workers' shared temp folder and the others wait for it and reuse it."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        folder = factory.mktemp(name)
+        make(folder)
+        return folder
+    root = factory.getbasetemp().parent
+    folder, done = root / name, root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def default_comparison(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`statebench compare` of the shipped default workloads, small and in-process: its run
-    folder (rows, run.json, report.html)."""
+    folder (rows, run.json, report.html). One run per session, whichever worker needs it
+    first (two modules read it)."""
     from workloads import cli
 
-    results = tmp_path_factory.mktemp("compare-results")
-    status = cli.main(["compare", *DEFAULT_COMPARISON_ARGS, "--results-dir", str(results)])
-    assert status == 0
-    (run_dir,) = list(results.iterdir())
+    def compare(results: Path) -> None:
+        status = cli.main(["compare", *DEFAULT_COMPARISON_ARGS, "--results-dir", str(results)])
+        assert status == 0
+
+    (run_dir,) = list(once_per_session(tmp_path_factory, "compare-results", compare).iterdir())
     return run_dir
 

@@ -366,7 +366,10 @@ class FlinkWorker:
         self.last_batch_jvm_ns = 0
         # sized up front (-Xms = -Xmx) as a TaskManager's heap: a heap that grows as it goes
         # moves the collector's work from one task of a kept JVM to the next
-        cmd = [build.java, f"-Xms{heap_mb}m", f"-Xmx{heap_mb}m", *JVM_OPTIONS, *java_options,
+        # java.io.tmpdir in the owner-tagged folder: RocksDB and ForSt unpack their 13 MB native
+        # libraries there, and a JVM killed with its parent never runs their deleteOnExit
+        cmd = [build.java, f"-Xms{heap_mb}m", f"-Xmx{heap_mb}m", f"-Djava.io.tmpdir={self._tmp}",
+               *JVM_OPTIONS, *java_options,
                "-cp", build.classpath, MAIN_CLASS]
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=self._stderr, bufsize=0,

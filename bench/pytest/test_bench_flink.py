@@ -1,22 +1,22 @@
 """Flink's own per-op rates beside statebench's, and the JVM lane's protocol overhead.
 
 Run: `python -m pytest bench/pytest/test_bench_flink.py`. The per-op test runs the per-op suite
-(bench/flink_ops.py, bench/perop.py) end to end under its quick protocol (2 fresh JVMs per
-backend, op and TTL mode, 2 fresh interpreters per backend and state kind, 3 short rounds,
-20 k keys; a few minutes) and checks the document's structure and its verdict rules: every
-process gave every round, the gate's counts add up, and every cell's verdict follows from its
-interval and the band. It asserts no verdict and no speed: a run this small decides little,
-and the verdicts the docs report come from three runs of the lean protocol compared,
-`python -m bench.perop run --protocol lean --out docs/results/per-op.json` then
-`python -m bench.perop compare` (docs/performance.md). `STATEBENCH_PEROP_PROTOCOL=lean` or
-`=full` runs those protocols here instead (12-14 and about 30 minutes on a 2-core machine).
-The suite's document goes into the saved JSON's extra_info under "perop" and is printed at the
-end of the run.
+(bench/flink_ops.py, bench/perop.py) end to end under its CI protocol (the quick protocol, 2
+fresh JVMs per backend, op and TTL mode, 2 fresh interpreters per backend and state kind, 3
+short rounds, 20 k keys, on one op of each state kind; about two minutes) and checks the
+document's structure and its verdict rules: every process gave every round, the gate's counts
+add up, and every cell's verdict follows from its interval and the band. It asserts no verdict
+and no speed: a run this small decides little, and the verdicts the docs report come from three
+runs of the lean protocol compared, `python -m bench.perop run --protocol lean --out
+docs/results/per-op.json` then `python -m bench.perop compare` (docs/performance.md).
+`STATEBENCH_PEROP_PROTOCOL=quick` (all 28 cells), `=lean` or `=full` runs those protocols here
+instead (12-14 and about 30 minutes on a 2-core machine). The suite's document goes into the
+saved JSON's extra_info under "perop" and is printed at the end of the run.
 
 The protocol test sends the same ops as one pre-encoded batch from Python and compares the
-per-op time with Flink's own loop: the lane's overhead (transfer + decode) over Flink's per-op
-time is reported with its spread over back-to-back pairs, not held to a target (a speed target
-on a shared machine is not a test).
+per-op time with Flink's own loop: the lane's overhead (transfer + decode) over Flink's per-op time
+is reported with its spread over back-to-back pairs, not held to a target (a speed target on a
+shared machine is not a test).
 """
 
 from __future__ import annotations
@@ -57,10 +57,12 @@ def workers() -> Iterator[dict[str, FlinkWorker]]:
 #: The lean protocol takes 12-14 minutes on a 2-core machine (126 forks, 18 workers), past
 #: the suite's default per-test timeout; the full one, about 30; the quick one less, but on a
 #: machine shared with other jobs it took far longer (docs/performance.md gives its times).
-PEROP_TIMEOUT_S = {"quick": 1200, "lean": 1500, "full": 4800}
+PEROP_TIMEOUT_S = {"ci": 900, "quick": 1200, "lean": 1500, "full": 4800}
+#: The protocol this test runs unless $STATEBENCH_PEROP_PROTOCOL names another.
+DEFAULT_PROTOCOL = "ci"
 
 
-@pytest.mark.timeout(PEROP_TIMEOUT_S[protocol_from_env().name])
+@pytest.mark.timeout(PEROP_TIMEOUT_S[protocol_from_env(DEFAULT_PROTOCOL).name])
 def test_per_op_rates_statebench_vs_flink(benchmark: Any) -> None:
     from backends.flink.lanes import check_available
 
@@ -68,7 +70,7 @@ def test_per_op_rates_statebench_vs_flink(benchmark: Any) -> None:
         check_available()
     except FlinkUnavailableError as exc:
         pytest.skip(str(exc))
-    protocol = protocol_from_env()
+    protocol = protocol_from_env(DEFAULT_PROTOCOL)
     doc: dict[str, Any] = {}
     failed: list[BaseException] = []
 
@@ -87,7 +89,7 @@ def test_per_op_rates_statebench_vs_flink(benchmark: Any) -> None:
     benchmark.extra_info.update(perop=doc)
     print("\n" + "\n".join(format_document(doc)))
     assert doc["protocol"]["name"] == protocol.name
-    assert len(doc["rates"]) == 2 * 2 * 3 * len(OPS)  # sides x backends x TTL modes x ops
+    assert len(doc["rates"]) == 2 * 2 * 3 * len(protocol.ops)  # sides x backends x modes x ops
     assert all(r["median"] > 0 and r["ci_low"] <= r["median"] <= r["ci_high"]
                and isinstance(r["unstable"], bool) for r in doc["rates"])
     # every fork and worker gave every round: a process's ratio of means had both partners
@@ -98,7 +100,7 @@ def test_per_op_rates_statebench_vs_flink(benchmark: Any) -> None:
         assert all(len(g) == rounds for g in r["values"]["cpu"])
         assert r["n"] == rounds * processes
     assert doc["machine_probe"]["median"] > 0
-    assert_verdict_rules(doc["cells"], doc["rates"])
+    assert_verdict_rules(doc["cells"], doc["rates"], protocol.ops)
     assert_gate_counts(doc, protocol)
     # every kept round read the cache probe: each rate says under what cache pressure it ran
     assert doc["cache_probe"]["p10"] <= doc["cache_probe"]["median"] <= doc["cache_probe"]["p90"]
@@ -107,7 +109,8 @@ def test_per_op_rates_statebench_vs_flink(benchmark: Any) -> None:
                for c, v in zip(r["values"]["cache"], r["values"]["cpu"]))
 
 
-def assert_verdict_rules(cells: list[dict[str, Any]], rates: list[dict[str, Any]]) -> None:
+def assert_verdict_rules(cells: list[dict[str, Any]], rates: list[dict[str, Any]],
+                         ops: tuple[str, ...] = OPS) -> None:
     """Every (backend, TTL mode, op) has one cell, and no cell contradicts itself: its verdict
     is the one its interval gives against its band (agree: the whole interval inside; disagree:
     wholly outside; undecided: across an edge), each of its ratios lies in its interval, and it
@@ -115,7 +118,7 @@ def assert_verdict_rules(cells: list[dict[str, Any]], rates: list[dict[str, Any]
     unstable = {(r["side"], r["backend"], r["ttl"], r["op"]): r["unstable"] for r in rates}
     keys = [(c["backend"], c["ttl"], c["op"]) for c in cells]
     assert sorted(keys) == sorted((k, t, op) for k in ("heap", "rocksdb")
-                                  for t in ("on", "on_no_bg") for op in OPS)
+                                  for t in ("on", "on_no_bg") for op in ops)
     for c in cells:
         lo, hi = c["ratio"]["ci_low"], c["ratio"]["ci_high"]
         low_edge, high_edge = c["band"]

@@ -201,6 +201,15 @@ def test_incremental_rocksdb_checkpoint_uploads_only_new_files(flink_rocksdb, tm
     assert snaps[1]["checkpointed_bytes"] < snaps[1]["bytes"]
 
 
+def test_native_libraries_unpack_into_the_workers_own_folder(flink_rocksdb) -> None:
+    """RocksDB unpacks its 13 MB native library into java.io.tmpdir and deletes it only on a
+    clean exit; a JVM killed with its parent left one in /tmp each time. In the worker's own
+    folder it goes with the folder, however the JVM ends."""
+    flink_rocksdb.reset("rocksdb")
+    flink_rocksdb.register(_value())
+    assert list(flink_rocksdb._tmp.glob("librocksdbjni*.so"))
+
+
 # ------------------------------------------------------------------------- clear errors
 def test_missing_extra_names_the_pip_command(monkeypatch) -> None:
     monkeypatch.setattr(build, "DISTRIBUTION", "apache-flink-libraries-absent")

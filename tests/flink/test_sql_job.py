@@ -490,11 +490,16 @@ def test_the_real_job_agrees_with_the_emulated_operator(kind: str, tmp_path: Pat
     deletion twice (a fired window deletes its state and its timer) and counts every
     overwritten accumulator until a compaction - and checkpoints are larger
     on the real job (Flink's RowData serializers and key-group framing against statebench's
-    zstd-compressed Arrow snapshots; Flink's are uncompressed by default)."""
+    zstd-compressed Arrow snapshots; Flink's are uncompressed by default).
+
+    The same run holds the emulated operator on flink-rocksdb, so one real job answers both
+    comparisons (assert_flink_rocksdb_agrees, test_flink_operators.py)."""
+    from tests.flink.test_flink_operators import assert_flink_rocksdb_agrees
+
     spec = load_spec("nexmark-q18-dedup").with_overrides(
         **AGREEMENT_OVERRIDES, operator__kind=kind, **KIND_OVERRIDES[kind])
     (tmp_path / "local").mkdir()
-    cfg = RunConfig(spec, backends=("rocksdb", "flink-sql"), parallelism=1,
+    cfg = RunConfig(spec, backends=("rocksdb", "flink-rocksdb", "flink-sql"), parallelism=1,
                     checkpoint_root=str(tmp_path / "ckpt"), local_dir=str(tmp_path / "local"),
                     time_speedup=1.0, sample_interval_ms=100)
     outcome = run_in_process(cfg)
@@ -524,3 +529,4 @@ def test_the_real_job_agrees_with_the_emulated_operator(kind: str, tmp_path: Pat
     else:
         assert 1 / TOLERANCE <= real / emulated <= TOLERANCE
         assert 1.0 < ckpt < 12.0
+    assert_flink_rocksdb_agrees(kind, rows)
