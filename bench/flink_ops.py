@@ -501,6 +501,14 @@ OPS_OF_STATE = {"value": ("value_get", "value_update"), "list": ("list_get", "li
                 "map": ("map_get", "map_iterate", "map_put")}
 
 
+def state_ops(protocol: Protocol) -> dict[str, tuple[str, ...]]:
+    """The protocol's ops by state kind (:data:`OPS_OF_STATE`'s order), kinds without one left
+    out: a worker per kind listed."""
+    found = {kind: tuple(op for op in ops if op in protocol.ops)
+             for kind, ops in OPS_OF_STATE.items()}
+    return {kind: ops for kind, ops in found.items() if ops}
+
+
 #: The gate's reference speed in a worker's result (beside the ops and the probe).
 GATE_REFERENCE = "gate_reference"
 
@@ -512,14 +520,14 @@ def statebench_worker(kind: str, state_kind: str, protocol: dict,
     `reference`, the best the earlier workers saw. Arguments and result are plain data (it
     crosses a process boundary): {op: {mode: OpRun as a dict}, PROBE: [ops/s],
     GATE_REFERENCE: ops/s}."""
-    proto = Protocol(**{**protocol, "ops": tuple(protocol.get("ops", OPS))})
+    proto = Protocol(**{**protocol, "ops": tuple(protocol["ops"])})  # JSON made it a list
     keys = list(range(proto.keys))
     out: dict[str, Any] = {PROBE: machine_probe(keys, proto)}
     gate = MachineGate(proto.keys, reference)
     with tempfile.TemporaryDirectory(prefix="statebench-perop-") as tmp:
         sb = _Backend(kind, state_kind, keys, Path(tmp))
         try:
-            for op in (o for o in OPS_OF_STATE[state_kind] if o in proto.ops):
+            for op in state_ops(proto)[state_kind]:
                 out[op] = {mode: asdict(r)
                            for mode, r in statebench_op(sb, op, proto, gate).items()}
         finally:
@@ -589,8 +597,7 @@ def measure(protocol: Protocol, kinds: Iterable[str] = KINDS,
                     for mode, run in flink_forks(kind, op, protocol, i, gate).items():
                         out.setdefault(("flink", kind, mode, op), []).append(run)
             if i < protocol.workers:
-                for state_kind in (k for k, ops in OPS_OF_STATE.items()
-                                   if set(ops) & set(protocol.ops)):
+                for state_kind in state_ops(protocol):
                     got = statebench_process(kind, state_kind, protocol, worker_reference)
                     probes.append(got.pop(PROBE))
                     worker_reference = max(worker_reference, got.pop(GATE_REFERENCE))

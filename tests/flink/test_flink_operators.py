@@ -342,12 +342,8 @@ def test_the_emulated_group_aggregate_on_flink_rocksdb_agrees_with_the_sql_job(
         tmp_path: Path) -> None:
     """assert_flink_rocksdb_agrees for a count per auction (the other kinds are checked in
     test_sql_job's runs, which hold flink-rocksdb beside the real job)."""
-    from tests.flink.test_sql_job import AGREEMENT_OVERRIDES
+    from tests.flink.test_sql_job import agreement_run
 
-    spec = load_spec("nexmark-q18-dedup").with_overrides(
-        **AGREEMENT_OVERRIDES, operator__kind="group_agg", operator__agg="count")
-    (tmp_path / "local").mkdir()
-    cfg = RunConfig(spec, backends=("flink-rocksdb", "flink-sql"), parallelism=1,
-                    checkpoint_root=str(tmp_path / "ckpt"), local_dir=str(tmp_path / "local"),
-                    time_speedup=1.0, sample_interval_ms=100)
-    assert_flink_rocksdb_agrees("group_agg", run_in_process(cfg).rows.to_pylist())
+    outcome = agreement_run(tmp_path, ("flink-rocksdb", "flink-sql"), operator__kind="group_agg",
+                            operator__agg="count")
+    assert_flink_rocksdb_agrees("group_agg", outcome.rows.to_pylist())

@@ -472,6 +472,17 @@ KIND_OVERRIDES: dict[str, dict[str, Any]] = {
 TOLERANCE = 1.25
 
 
+def agreement_run(tmp_path: Path, backends: tuple[str, ...], **operator: Any) -> Any:
+    """The agreement comparison (AGREEMENT_OVERRIDES on q18's events, the operator as given) on
+    ``backends``, in process: its outcome."""
+    spec = load_spec("nexmark-q18-dedup").with_overrides(**AGREEMENT_OVERRIDES, **operator)
+    (tmp_path / "local").mkdir()
+    cfg = RunConfig(spec, backends=backends, parallelism=1,
+                    checkpoint_root=str(tmp_path / "ckpt"), local_dir=str(tmp_path / "local"),
+                    time_speedup=1.0, sample_interval_ms=100)
+    return run_in_process(cfg)
+
+
 def _peak(rows: list[dict[str, Any]], backend: str, metric: str) -> float:
     values = [r["value"] for r in rows
               if r["backend"] == backend and r["metric"] == metric and r["task"] == -1]
@@ -496,13 +507,8 @@ def test_the_real_job_agrees_with_the_emulated_operator(kind: str, tmp_path: Pat
     comparisons (assert_flink_rocksdb_agrees, test_flink_operators.py)."""
     from tests.flink.test_flink_operators import assert_flink_rocksdb_agrees
 
-    spec = load_spec("nexmark-q18-dedup").with_overrides(
-        **AGREEMENT_OVERRIDES, operator__kind=kind, **KIND_OVERRIDES[kind])
-    (tmp_path / "local").mkdir()
-    cfg = RunConfig(spec, backends=("rocksdb", "flink-rocksdb", "flink-sql"), parallelism=1,
-                    checkpoint_root=str(tmp_path / "ckpt"), local_dir=str(tmp_path / "local"),
-                    time_speedup=1.0, sample_interval_ms=100)
-    outcome = run_in_process(cfg)
+    outcome = agreement_run(tmp_path, ("rocksdb", "flink-rocksdb", "flink-sql"),
+                            operator__kind=kind, **KIND_OVERRIDES[kind])
     rows = outcome.rows.to_pylist()
     assert outcome.rows.schema == METRIC_SCHEMA
     assert summaries(outcome.rows)  # the report's one summary path takes the lane's rows
