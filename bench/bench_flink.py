@@ -6,7 +6,7 @@
 per-op protocols, even the quick one, were most of a fresh clone's first ``asv run --quick``
 (docs/performance.md, "Tracking with asv"). So the protocol (:func:`protocol`) is:
 
-* ``$STATEBENCH_PEROP_PROTOCOL`` where it names one (quick, lean or full);
+* ``$STATEBENCH_PEROP_PROTOCOL`` where it names one (quick, lean, wide or full);
 * else ``full`` under ``STATEBENCH_ASV_PROTOCOL=full`` (bench/asv_protocol.py, the asv suite's
   one switch): 3 fresh JVMs per backend, op and TTL mode, 5 measured 1 s rounds after at least
   3 s of warm-up; 6 workers; 100 k keys;

@@ -106,14 +106,24 @@ class Protocol:
 #: pyperf's 100 ms values from 6 fresh interpreters, 6 rounds (two full rotations of the modes).
 FULL = Protocol("full", forks=3, jvm_warmup_min=3, jvm_warmup=8, jvm_iterations=5,
                 jvm_iteration_ms=1000, workers=6, py_warmup=1, py_values=6, py_min_value_s=0.1)
-#: CI's: shorter rounds. Three forks per (op, mode): a fork of one state repeats within a few
-#: percent without TTL (Flink's heap value update: 21-22 M) and by up to 2x with it (2.1-4.7 M,
-#: JIT and collector timing), and the median of three is what the verdicts stand on. The warm-up
-#: gives a state at least 2 s (HotSpot's last compilation of Flink's heap TTL value update came
-#: after 1.5-2.2 s from a cold start; a state still climbing is flagged not steady). Three
-#: statebench workers per state kind, three rounds (one full rotation of the modes).
-LEAN = Protocol("lean", forks=3, jvm_warmup_min=8, jvm_warmup=12, jvm_iterations=3,
-                jvm_iteration_ms=250, workers=3, py_warmup=1, py_values=3, py_min_value_s=0.1)
+#: The docs' tables': shorter rounds. Three forks per (op, mode): a fork of one state repeats
+#: within a few percent without TTL (Flink's heap value update: 21-22 M) and by up to 2x with
+#: it (2.1-4.7 M, JIT and collector timing); the forks' ratios are what a verdict stands on.
+#: The warm-up gives a state at least 2 s (HotSpot's last compilation of Flink's heap TTL value
+#: update came after 1.5-2.2 s from a cold start; a state still climbing is flagged not
+#: steady). Three statebench workers per state kind. Nine measured rounds a process (three full
+#: rotations of the modes): with three, the spread of the forks' ratios was all round-to-round
+#: noise, and rounds cost no JVM start, fill or warm-up. More processes (``WIDE``) also give a
+#: cell's t interval more degrees of freedom.
+LEAN = Protocol("lean", forks=3, jvm_warmup_min=8, jvm_warmup=12, jvm_iterations=9,
+                jvm_iteration_ms=250, workers=3, py_warmup=1, py_values=9, py_min_value_s=0.1)
+#: Lean's rounds with twice the processes a side: what the per-op table's repeatability bar
+#: (24 of 28 verdicts over three back-to-back runs) needs on a machine whose L3 neighbours move
+#: the cells between runs, as ``python -m bench.perop predict`` fitted to three lean runs says:
+#: with three processes a side, Welch's t has a few degrees of freedom and each run's own
+#: spread estimate swings, so a cell decided in one run is not in the next. About twice lean's
+#: time (docs/performance.md, "What the verdicts can reach").
+WIDE = replace(LEAN, name="wide", forks=6, workers=6)
 #: The default of CI's test: the same measurement at the smallest size that still
 #: pairs every mode in every round position (two forks and two workers, three rounds), over
 #: 20 k keys, and a machine gate that counts slow rounds but neither waits nor retakes (its
@@ -131,11 +141,11 @@ QUICK = Protocol("quick", forks=2, jvm_warmup_min=3, jvm_warmup=6, jvm_iteration
 #: are asv's (quick) and the docs' (lean). A Flink (backend, op) is three JVMs per fork, so the
 #: JVMs, most of the suite's time, fall from 84 to 36.
 CI = replace(QUICK, name="ci", ops=("value_get", "list_add", "map_iterate"))
-PROTOCOLS = {p.name: p for p in (CI, QUICK, LEAN, FULL)}
+PROTOCOLS = {p.name: p for p in (CI, QUICK, LEAN, WIDE, FULL)}
 
 
 def protocol_from_env(default: str = "quick") -> Protocol:
-    """The protocol named by $STATEBENCH_PEROP_PROTOCOL (quick, lean or full)."""
+    """The protocol named by $STATEBENCH_PEROP_PROTOCOL (ci, quick, lean, wide or full)."""
     name = os.environ.get(PROTOCOL_ENV, default).strip().lower()
     if name not in PROTOCOLS:
         raise ValueError(f"${PROTOCOL_ENV}='{name}' is not a protocol; expected one of "

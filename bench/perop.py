@@ -2,13 +2,15 @@
 
 Run (from the repository root, with the ``flink`` extra and a JDK)::
 
-    python -m bench.perop run [--protocol lean|full|quick] [--out FILE.json]
+    python -m bench.perop run [--protocol lean|wide|full|quick] [--out FILE.json]
     python -m bench.perop compare A.json B.json C.json
+    python -m bench.perop predict A.json B.json C.json [--option 3,3,9,9 ...]
 
 ``run`` measures (bench/flink_ops.py), prints the table and writes the document (the lean
 protocol by default: the docs' tables are made from its output, docs/results/per-op.json);
 ``compare`` prints how many verdicts the runs share, which cells contradict themselves, and how
-far each median moved between them.
+far each median moved between them; ``predict`` fits a model of their spread and drift and
+says how often other protocols' verdicts would repeat (bench/perop_repeat.py).
 
 Document (schema ``statebench-perop-3``)::
 
@@ -351,6 +353,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--out", type=Path, default=None)
     c = sub.add_parser("compare", help="repeatability of several runs' JSON documents")
     c.add_argument("files", type=Path, nargs="+")
+    p = sub.add_parser("predict", help="how often other protocols' verdicts would repeat, "
+                       "from several runs of one protocol (bench/perop_repeat.py)")
+    p.add_argument("files", type=Path, nargs="+")
+    p.add_argument("--option", action="append", default=[], type=_option,
+                   metavar="FORKS,WORKERS,FLINK_ROUNDS,STATEBENCH_ROUNDS",
+                   help="a protocol to predict besides the runs' own (repeatable)")
     args = parser.parse_args(argv)
     if args.cmd == "run":
         from backends.flink import FlinkUnavailableError
@@ -373,8 +381,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"bench.perop: {f} is not a {SCHEMA} document", file=sys.stderr)
             return 2
         docs.append(doc)
-    print(json.dumps(compare(docs), indent=1))
+    if args.cmd == "compare":
+        print(json.dumps(compare(docs), indent=1))
+        return 0
+    from bench import perop_repeat
+
+    try:
+        print(json.dumps(perop_repeat.report(docs, args.option), indent=1))
+    except ValueError as exc:
+        print(f"bench.perop: {exc}", file=sys.stderr)
+        return 2
     return 0
+
+
+def _option(text: str) -> tuple[int, int, int, int]:
+    """FORKS,WORKERS,FLINK_ROUNDS,STATEBENCH_ROUNDS as four positive integers."""
+    try:
+        values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) != 4 or min(values) < 1:
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not FORKS,WORKERS,FLINK_ROUNDS,STATEBENCH_ROUNDS (four integers >= 1)")
+    return values  # type: ignore[return-value]
 
 
 if __name__ == "__main__":

@@ -144,7 +144,7 @@ def test_flink_ops_run_asvs_quick_protocol_unless_asked_for_another(
         assert load("full", "lean").PROTOCOL is LEAN  # the per-op variable picks its own
         assert load(None, "quick").PROTOCOL is QUICK
         with pytest.raises(ValueError, match=r"'fast' is not a protocol; expected one of "
-                                             r"\['ci', 'full', 'lean', 'quick'\]"):
+                                             r"\['ci', 'full', 'lean', 'quick', 'wide'\]"):
             load(None, "fast")
         with pytest.raises(ValueError, match=r"'fast' is not an asv protocol"):
             load("fast", "full")

@@ -15,10 +15,14 @@ This runs on every access, so a step is written to cost about what its `cleanup_
 lookups cost: the common step (all of its keys still present, none of their units expired) is
 one C-level pass that fetches the containers and takes their oldest timestamp (a deleted key
 makes it raise, which sends the step down the general path); containers are fetched again, and
-Python loops run, only when something is to be removed or skipped. A map that keeps some
-entries is replaced by a new dict rather than changed in place, so a snapshot in flight that
-shares the old one (copy-on-write, backends/storage/heap.py) keeps what it froze. Expiry is
-`expiry.is_expired`, compiled inline (`@inline`, backends/ttl/inline.py): no call per unit.
+Python loops run, only when something is to be removed or skipped. Maps are the exception,
+because Flink's are: its `TtlMapState.getUnexpiredOrNull` builds a new map of every visited map's
+unexpired entries whether or not any expired, and the cleanup stores it, so every step copies
+the maps it visits (one C-level `dict.copy` each when nothing in them expired, as Java's copy
+runs compiled). A map is always replaced by a new dict, never changed in place, so a snapshot
+in flight that shares the old one (copy-on-write, backends/storage/heap.py) keeps what it
+froze. Expiry is `expiry.is_expired`, compiled inline (`@inline`, backends/ttl/inline.py): no
+call per unit.
 """
 
 from __future__ import annotations
@@ -37,8 +41,8 @@ from backends.ttl.inline import inline
 class IncrementalCleanup:
     """The lazy global iterator of one heap TTL state; `step()` is the access callback."""
 
-    __slots__ = ("_clean", "_counters", "_get", "_keys", "_now_fn", "_oldest", "_pos", "_size",
-                 "_table", "_ttl")
+    __slots__ = ("_clean", "_copies", "_counters", "_get", "_keys", "_now_fn", "_oldest", "_pos",
+                 "_size", "_table", "_ttl")
 
     def __init__(self, raw: Any, ctx: TtlContext, cleanup_size: int) -> None:
         self._table: dict = raw.table
@@ -51,6 +55,8 @@ class IncrementalCleanup:
             raw.spec.shape
         ]
         self._oldest: Callable[[list], int] = _OLDEST[raw.spec.shape](raw.table.get)
+        #: whether every visited container is rebuilt, expired units or not (maps, as Flink)
+        self._copies = raw.spec.shape in _COPIED
         self._keys: list = []
         self._pos = 0
 
@@ -69,7 +75,7 @@ class IncrementalCleanup:
             else:  # the common case: the lap has cleanup_size present keys left
                 self._pos = end
                 cutoff = expiry_cutoff(self._now_fn(), self._ttl)
-                if not is_expired(oldest, cutoff):
+                if not self._copies and not is_expired(oldest, cutoff):
                     return  # nothing expired among them: the step is one C-level pass
                 self._clean(self._table, batch, list(map(self._get, batch)), cutoff,
                             self._counters)
@@ -139,23 +145,34 @@ def _clean_lists(
 def _clean_maps(
     table: dict, keys: list, containers: list, cutoff: int, counters: CleanupCounters
 ) -> None:
+    """Flink's `TtlMapState.getUnexpiredOrNull` (Flink 2.3's bytecode): every visited map,
+    expired entries or not, becomes a new map of its unexpired entries, and the cleanup stores
+    it. Flink also copies each entry's TtlValue with its serializer; the (value, timestamp)
+    tuples here are immutable, so the new map shares them, as a copy would equal them."""
     removed = 0
     for key, entries in zip(keys, containers):
-        if not entries or not is_expired(min(map(_TS, entries.values())), cutoff):
+        if not entries:
+            continue  # Flink returns an empty map as it is
+        if not is_expired(min(map(_TS, entries.values())), cutoff):
+            table[key] = entries.copy()
             continue
-        expired = [uk for uk, stored in entries.items() if is_expired(stored[1], cutoff)]
-        removed += len(expired)
-        counters.lags["incremental"].record_many(cutoff - entries[uk][1] for uk in expired)
-        if len(expired) == len(entries):
+        kept = {uk: s for uk, s in entries.items() if not is_expired(s[1], cutoff)}
+        removed += len(entries) - len(kept)
+        counters.lags["incremental"].record_many(
+            cutoff - s[1] for s in entries.values() if is_expired(s[1], cutoff))
+        if kept:
+            table[key] = kept
+        else:
             del table[key]
-        else:  # a new map, never a change in place: a snapshot may still share this one
-            gone = set(expired)
-            table[key] = {uk: s for uk, s in entries.items() if uk not in gone}
     counters.incremental += removed
 
 
 _TS = itemgetter(1)  # a stored unit's last-access timestamp
 _CLEANERS = {"value": _clean_values, "list": _clean_lists, "map": _clean_maps}
+#: The shapes whose visited containers Flink rebuilds on every visit: a map
+#: (`TtlMapState.getUnexpiredOrNull` always returns a new map); a list only when an element
+#: expired (`TtlListState`), a value never.
+_COPIED = frozenset({"map"})
 
 
 def _oldest_value(get: Callable[[Any], Any]) -> Callable[[list], int]:

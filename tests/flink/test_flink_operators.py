@@ -295,7 +295,8 @@ def test_every_kind_runs_on_flink_heap_and_rocksdb_and_forst_is_refused() -> Non
 # ------------------------------------------------------------------------------------------
 
 
-def _peak(rows: list[dict], backend: str, metric: str) -> float:
+def peak(rows: list[dict], backend: str, metric: str) -> float:
+    """The largest whole-job (task -1) value of `metric` in `backend`'s rows."""
     values = [r["value"] for r in rows
               if r["backend"] == backend and r["metric"] == metric and r["task"] == -1]
     assert values, f"no {metric} rows of {backend}"
@@ -318,13 +319,13 @@ def assert_flink_rocksdb_agrees(kind: str, rows: list[dict]) -> None:
     holds on disk and in memtables (physical bytes) is printed, not bounded: 0.58x-1.50x over
     two runs, by when each side's memtables flushed and compacted."""
     for metric in ("operator_outputs", "records"):
-        assert _peak(rows, "flink-sql", metric) == _peak(rows, "flink-rocksdb", metric) > 0
-    entries = (_peak(rows, "flink-sql", "estimated_entries")
-               / _peak(rows, "flink-rocksdb", "live_entries"))
-    ckpt = (_peak(rows, "flink-sql", "checkpoint_bytes")
-            / _peak(rows, "flink-rocksdb", "checkpoint_bytes"))
-    physical = (_peak(rows, "flink-sql", "physical_bytes")
-                / _peak(rows, "flink-rocksdb", "physical_bytes"))
+        assert peak(rows, "flink-sql", metric) == peak(rows, "flink-rocksdb", metric) > 0
+    entries = (peak(rows, "flink-sql", "estimated_entries")
+               / peak(rows, "flink-rocksdb", "live_entries"))
+    ckpt = (peak(rows, "flink-sql", "checkpoint_bytes")
+            / peak(rows, "flink-rocksdb", "checkpoint_bytes"))
+    physical = (peak(rows, "flink-sql", "physical_bytes")
+                / peak(rows, "flink-rocksdb", "physical_bytes"))
     print(f"{kind}: peak entries real/lane {entries:.2f}x, peak checkpoint bytes {ckpt:.2f}x, "
           f"peak physical bytes {physical:.2f}x")
     if kind in ("dedup", "regular_join"):

@@ -483,13 +483,6 @@ def agreement_run(tmp_path: Path, backends: tuple[str, ...], **operator: Any) ->
     return run_in_process(cfg)
 
 
-def _peak(rows: list[dict[str, Any]], backend: str, metric: str) -> float:
-    values = [r["value"] for r in rows
-              if r["backend"] == backend and r["metric"] == metric and r["task"] == -1]
-    assert values, f"no {metric} rows of {backend}"
-    return max(values)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", list(KIND_OVERRIDES))
 def test_the_real_job_agrees_with_the_emulated_operator(kind: str, tmp_path: Path) -> None:
@@ -505,26 +498,26 @@ def test_the_real_job_agrees_with_the_emulated_operator(kind: str, tmp_path: Pat
 
     The same run holds the emulated operator on flink-rocksdb, so one real job answers both
     comparisons (assert_flink_rocksdb_agrees, test_flink_operators.py)."""
-    from tests.flink.test_flink_operators import assert_flink_rocksdb_agrees
+    from tests.flink.test_flink_operators import assert_flink_rocksdb_agrees, peak
 
     outcome = agreement_run(tmp_path, ("rocksdb", "flink-rocksdb", "flink-sql"),
                             operator__kind=kind, **KIND_OVERRIDES[kind])
     rows = outcome.rows.to_pylist()
     assert outcome.rows.schema == METRIC_SCHEMA
     assert summaries(outcome.rows)  # the report's one summary path takes the lane's rows
-    outputs = _peak(rows, "flink-sql", "operator_outputs")
-    assert outputs == _peak(rows, "rocksdb", "operator_outputs") > 0
+    outputs = peak(rows, "flink-sql", "operator_outputs")
+    assert outputs == peak(rows, "rocksdb", "operator_outputs") > 0
     # the same input reaches both operators (the query's filters, the emulation's selection)
-    assert _peak(rows, "flink-sql", "records") == _peak(rows, "rocksdb", "records") > 0
-    real = _peak(rows, "flink-sql", "estimated_entries")
-    emulated = _peak(rows, "rocksdb", "live_entries")
-    ckpt = _peak(rows, "flink-sql", "checkpoint_bytes") / _peak(rows, "rocksdb",
+    assert peak(rows, "flink-sql", "records") == peak(rows, "rocksdb", "records") > 0
+    real = peak(rows, "flink-sql", "estimated_entries")
+    emulated = peak(rows, "rocksdb", "live_entries")
+    ckpt = peak(rows, "flink-sql", "checkpoint_bytes") / peak(rows, "rocksdb",
                                                                 "checkpoint_bytes")
-    rates = [_peak(rows, b, "records_per_s") for b in ("flink-sql", "rocksdb")]
+    rates = [peak(rows, b, "records_per_s") for b in ("flink-sql", "rocksdb")]
     print(f"{kind}: records/s (busy) real {rates[0]:,.0f} emulated {rates[1]:,.0f}")
     print(f"{kind}: outputs {outputs:.0f}; peak entries real {real:.0f} / emulated "
           f"{emulated:.0f} = {real / emulated:.2f}x; peak checkpoint bytes {ckpt:.2f}x; "
-          f"late records {_peak(rows, 'flink-sql', 'late_records_share'):.0%}")
+          f"late records {peak(rows, 'flink-sql', 'late_records_share'):.0%}")
     if kind == "tumbling_window":
         # no bound holds: RocksDB's estimate counts each accumulator overwrite until a
         # compaction and subtracts each deletion twice - 0.35x to 0.83x of the emulation's

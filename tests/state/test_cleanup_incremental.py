@@ -95,3 +95,28 @@ def test_incremental_is_reported_not_applicable_on_rocksdb(make_backend, clock) 
     state.update(1)
     assert backend.physical_entries("v") == 10  # nothing cleaned in the background
     assert any("incremental" in r for r in backend.not_applicable["v"])
+
+
+def test_every_visited_map_is_replaced_by_a_copy_as_flink(make_backend, clock) -> None:
+    """Flink's TtlMapState.getUnexpiredOrNull returns a new map for every map its incremental
+    cleanup visits, expired entries or not, and the cleanup stores it: the copy is Flink's
+    cost of the step. Lists and values are left as they are when nothing in them expired."""
+    backend = make_backend("heap", clock)
+    mp = backend.get_map_state(map_desc(ttl(100, incremental=(2, False))))
+    lst = backend.get_list_state(list_desc(ttl(100, incremental=(2, False))))
+    for key in ("a", "b"):
+        backend.set_current_key(key)
+        mp.put("x", 1)
+        lst.add(1)
+    tables = {name: raw.table for name, raw in backend.raw_states()}
+    before = {name: dict(table) for name, table in tables.items()}
+    assert len(before["m"]) == len(before["l"]) == 2
+    clock.set(50)  # nothing expired
+    backend.set_current_key("c")
+    mp.get("x")  # one step each: visits both keys
+    lst.get()
+    for key, old in before["m"].items():
+        assert tables["m"][key] == old and tables["m"][key] is not old
+    for key, old in before["l"].items():
+        assert tables["l"][key] is old
+    assert backend.cleanup_counts()["m"]["incremental"] == 0
