@@ -70,7 +70,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
@@ -254,9 +253,7 @@ def format_document(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-#: The per-op table is judged by its verdicts (issue 29 item 8): over back-to-back runs at least
-#: this share of the cells repeat their verdict (24 of 28) and none contradicts itself.
-SAME_VERDICT_SHARE = 24 / 28
+SAME_VERDICT_SHARE = st.SAME_VERDICT_SHARE
 
 
 def compare(docs: Sequence[dict[str, Any]], max_move: float = 0.25) -> dict[str, Any]:
@@ -293,14 +290,12 @@ def compare(docs: Sequence[dict[str, Any]], max_move: float = 0.25) -> dict[str,
             ratios.setdefault(cell_key(c), []).append(c["ratio"]["value"])
     ratio_moves = [st.relative_move(v) for v in ratios.values() if len(v) == len(docs)]
     probes = [d["machine_probe"]["median"] for d in docs if d.get("machine_probe")]
-    contradicted = {"/".join(k): v for k, v in complete.items()
-                    if {"agree", "disagree"} <= set(v)}
+    contradicted = {"/".join(k): v for k, v in complete.items() if st.contradicts(v)}
     return {
         "runs": len(docs), "cells": len(complete), "same_verdict": len(same),
         "flipped": {"/".join(k): v for k, v in complete.items() if len(set(v)) > 1},
         "contradicted": contradicted,
-        "verdict_bar_met": (len(same) >= math.ceil(SAME_VERDICT_SHARE * len(complete))
-                            and not contradicted),
+        "verdict_bar_met": len(same) >= st.verdict_bar(len(complete)) and not contradicted,
         "max_median_move": max(moves.values()) if moves else 0.0,
         "medians_over_limit": {"/".join(k): round(v, 3) for k, v in moves.items()
                                if v > max_move},

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.perop_stats import contradicts, process_ratios, verdict_bar
 from workloads.results.band import band_agreement, log_ratio_interval
 
 #: Simulated triples per prediction: the expected count of repeated cells moves by about 0.1
@@ -72,7 +73,7 @@ def _process_logs(doc: dict[str, Any]) -> dict[tuple, tuple[np.ndarray, float, i
         off = series[(side, backend, "off", op)]
         width = min(on.shape[1], off.shape[1])
         on, off = on[:, :width], off[:, :width]
-        logs = np.log(on.mean(axis=1)) - np.log(off.mean(axis=1))
+        logs = np.log(process_ratios(on.tolist(), off.tolist()))
         per_round = np.log(on) - np.log(off)
         round_var = float(per_round.var(axis=1, ddof=1).mean()) if width > 1 else 0.0
         out[(side, backend, ttl, op)] = (logs, round_var, width)
@@ -114,10 +115,8 @@ def predict(fits: dict[tuple, dict[str, SideFit]], forks: int, workers: int,
             draws: int = DRAWS, seed: int = SEED) -> dict[str, Any]:
     """Simulated triples (`runs` runs each) of a protocol with `forks` Flink forks and
     `workers` statebench workers a cell, their rounds as given: the expected number of cells
-    whose verdict repeats, how often the bar (SAME_VERDICT_SHARE of the cells, none
+    whose verdict repeats, how often the bar (``verdict_bar`` of the cells, none
     contradicting) is met, the expected contradictions, and each cell's repeat probability."""
-    from bench.perop import SAME_VERDICT_SHARE
-
     rng = np.random.default_rng(seed)
     shape = {"statebench": (workers, rounds_statebench), "flink": (forks, rounds_flink)}
     repeat = np.zeros((draws, len(fits)), bool)
@@ -133,9 +132,9 @@ def predict(fits: dict[tuple, dict[str, SideFit]], forks: int, workers: int,
                                    + rng.normal(0, f.process_sd(r), n))
                 verdicts.add(_verdict(drawn["statebench"], drawn["flink"], band))
             repeat[i, j] = len(verdicts) == 1
-            contradict[i, j] = {"agree", "disagree"} <= verdicts
+            contradict[i, j] = contradicts(verdicts)
     same = repeat.sum(axis=1)
-    bar = math.ceil(SAME_VERDICT_SHARE * len(fits))
+    bar = verdict_bar(len(fits))
     met = (same >= bar) & ~contradict.any(axis=1)
     return {
         "forks": forks, "workers": workers, "rounds": [rounds_flink, rounds_statebench],

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -164,6 +164,21 @@ def ratio_of_processes(num_on: Groups, num_off: Groups, den_on: Groups, den_off:
     num, den = process_ratios(num_on, num_off), process_ratios(den_on, den_off)
     lo, hi = log_ratio_interval(num, den, CONFIDENCE)
     return Ratio(geometric_mean(num) / geometric_mean(den), lo, hi, band_agreement(lo, hi, band))
+
+
+#: The per-op table is judged by its verdicts (issue 29 item 8): over back-to-back runs at least
+#: this share of the cells repeat their verdict (24 of 28) and none contradicts itself.
+SAME_VERDICT_SHARE = 24 / 28
+
+
+def verdict_bar(cells: int) -> int:
+    """How many of `cells` must repeat their verdict over back-to-back runs."""
+    return math.ceil(SAME_VERDICT_SHARE * cells)
+
+
+def contradicts(verdicts: Iterable[str]) -> bool:
+    """Whether one cell's verdicts over several runs agree in one and disagree in another."""
+    return {"agree", "disagree"} <= set(verdicts)
 
 
 def relative_move(values: Sequence[float]) -> float:
