@@ -4,13 +4,16 @@ Run (from the repository root, with the ``flink`` extra and a JDK)::
 
     python -m bench.perop run [--protocol lean|wide|full|quick] [--out FILE.json]
     python -m bench.perop compare A.json B.json C.json
-    python -m bench.perop predict A.json B.json C.json [--option 3,3,9,9 ...]
+    python -m bench.perop predict A.json B.json C.json [--option 3,3,9,9 ...] [--runs 3]
+    python -m bench.perop repeat --dir DIR [--protocol wide] [--runs 3]
 
 ``run`` measures (bench/flink_ops.py), prints the table and writes the document (the lean
 protocol by default: the docs' tables are made from its output, docs/results/per-op.json);
 ``compare`` prints how many verdicts the runs share, which cells contradict themselves, and how
 far each median moved between them; ``predict`` fits a model of their spread and drift and
-says how often other protocols' verdicts would repeat (bench/perop_repeat.py).
+says how often other protocols' verdicts would repeat (bench/perop_repeat.py); ``repeat`` makes
+the back-to-back runs the verdict bar is judged on, unattended (a wide triple takes hours):
+``DIR/run-1.json`` ... and ``DIR/compare.json``.
 
 Document (schema ``statebench-perop-3``)::
 
@@ -74,7 +77,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -337,6 +340,35 @@ def run(protocol: Protocol, out: Path | None, clock: str = "cpu") -> dict[str, A
     return doc
 
 
+#: What `repeat` writes into its folder: the i-th run's document and the runs' comparison.
+REPEAT_RUN = "run-{}.json"
+REPEAT_COMPARE = "compare.json"
+
+
+def repeat(protocol: Protocol, runs: int, folder: Path, clock: str = "cpu",
+           measure_run: Callable[..., dict[str, Any]] = run) -> dict[str, Any]:
+    """`runs` runs of `protocol` one after the other, each written to `folder` as it ends (a
+    run that fails leaves the earlier ones), then their comparison, written beside them. The
+    folder must not hold an earlier repeat: runs from another hour are not back to back."""
+    if runs < 2:
+        raise ValueError(f"a verdict repeats over at least two runs, not {runs}")
+    earlier = sorted(p.name for p in folder.glob("run-*.json")) if folder.is_dir() else []
+    earlier += [REPEAT_COMPARE] if (folder / REPEAT_COMPARE).exists() else []
+    if earlier:
+        raise ValueError(f"{folder} already holds a repeat ({', '.join(earlier)}); give a new "
+                         "folder")
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} is not a folder")
+    folder.mkdir(parents=True, exist_ok=True)  # now, not after the first hour's run
+    docs = []
+    for i in range(1, runs + 1):
+        print(f"  run {i} of {runs}", file=sys.stderr, flush=True)
+        docs.append(measure_run(protocol, folder / REPEAT_RUN.format(i), clock))
+    result = compare(docs)
+    (folder / REPEAT_COMPARE).write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.perop", description=__doc__.split(
         "\n\n")[0])
@@ -354,7 +386,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--option", action="append", default=[], type=_option,
                    metavar="FORKS,WORKERS,FLINK_ROUNDS,STATEBENCH_ROUNDS",
                    help="a protocol to predict besides the runs' own (repeatable)")
+    p.add_argument("--runs", type=int, default=3,
+                   help="back-to-back runs a verdict must repeat over (default 3, the bar's)")
+    t = sub.add_parser("repeat", help="back-to-back runs and their comparison, into a new "
+                       "folder (what the verdict bar is judged on)")
+    t.add_argument("--dir", type=Path, required=True)
+    t.add_argument("--protocol", choices=sorted(PROTOCOLS), default="wide")
+    t.add_argument("--runs", type=int, default=3)
+    t.add_argument("--clock", choices=("wall", "cpu"), default="cpu")
     args = parser.parse_args(argv)
+    if args.cmd == "repeat":
+        from backends.flink import FlinkUnavailableError
+        from backends.flink.lanes import check_available
+
+        try:
+            check_available()  # before the folder is made
+            print(json.dumps(repeat(PROTOCOLS[args.protocol], args.runs, args.dir, args.clock),
+                             indent=1))
+        except (ValueError, OSError, FlinkUnavailableError) as exc:
+            print(f"bench.perop: {exc}", file=sys.stderr)
+            return 2
+        return 0
     if args.cmd == "run":
         from backends.flink import FlinkUnavailableError
 
@@ -382,7 +434,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from bench import perop_repeat
 
     try:
-        print(json.dumps(perop_repeat.report(docs, args.option), indent=1))
+        print(json.dumps(perop_repeat.report(docs, args.option, runs=args.runs), indent=1))
     except ValueError as exc:
         print(f"bench.perop: {exc}", file=sys.stderr)
         return 2
@@ -405,4 +457,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 __all__ = ["BAND", "MODES", "SAME_VERDICT_SHARE", "compare", "document", "format_document",
-           "main", "run"]
+           "main", "repeat", "run"]

@@ -113,9 +113,9 @@ def _verdict(num: np.ndarray, den: np.ndarray, band: float) -> str:
 def predict(fits: dict[tuple, dict[str, SideFit]], forks: int, workers: int,
             rounds_flink: int, rounds_statebench: int, band: float = 1.5, runs: int = 3,
             draws: int = DRAWS, seed: int = SEED) -> dict[str, Any]:
-    """Simulated triples (`runs` runs each) of a protocol with `forks` Flink forks and
-    `workers` statebench workers a cell, their rounds as given: the expected number of cells
-    whose verdict repeats, how often the bar (``verdict_bar`` of the cells, none
+    """Simulated sets of `runs` runs (triples by default) of a protocol with `forks` Flink
+    forks and `workers` statebench workers a cell, their rounds as given: the expected number
+    of cells whose verdict repeats, how often the bar (``verdict_bar`` of the cells, none
     contradicting) is met, the expected contradictions, and each cell's repeat probability."""
     rng = np.random.default_rng(seed)
     shape = {"statebench": (workers, rounds_statebench), "flink": (forks, rounds_flink)}
@@ -148,18 +148,21 @@ def predict(fits: dict[tuple, dict[str, SideFit]], forks: int, workers: int,
 
 
 def report(docs: Sequence[dict[str, Any]], options: Sequence[tuple[int, int, int, int]],
-           draws: int = DRAWS) -> dict[str, Any]:
+           draws: int = DRAWS, runs: int = 3) -> dict[str, Any]:
     """The fit of `docs`, the prediction for their own protocol, for each of `options`
-    ((forks, workers, Flink rounds, statebench rounds)) and for the ceiling."""
+    ((forks, workers, Flink rounds, statebench rounds)) and for the ceiling, each over sets of
+    `runs` back-to-back runs (3: the bar's triples; 2: what a pair of runs should share)."""
+    if runs < 2:
+        raise ValueError(f"a verdict repeats over at least two runs, not {runs}")
     fits = fit(docs)
     proto = docs[0]["protocol"]
     own = (proto["forks"], proto["workers"], proto["jvm_iterations"], proto["py_values"])
     ceiling = (CEILING_PROCESSES, CEILING_PROCESSES, own[2], own[3])
     return {
-        "runs": len(docs), "protocol": proto["name"],
+        "runs": len(docs), "protocol": proto["name"], "simulated_runs": runs,
         "fit": {"/".join(c): {s: {k: round(v, 4) for k, v in vars(f).items()}
                              for s, f in sides.items()} for c, sides in fits.items()},
-        "own": predict(fits, *own, draws=draws),
-        "options": [predict(fits, *o, draws=draws) for o in options],
-        "ceiling": predict(fits, *ceiling, draws=max(draws // 4, 50)),
+        "own": predict(fits, *own, runs=runs, draws=draws),
+        "options": [predict(fits, *o, runs=runs, draws=draws) for o in options],
+        "ceiling": predict(fits, *ceiling, runs=runs, draws=max(draws // 4, 50)),
     }

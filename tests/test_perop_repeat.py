@@ -86,3 +86,48 @@ def test_report_and_command_line_refuse_what_they_cannot_use(capsys, tmp_path) -
         files[-1].write_text(json.dumps(doc))
     assert perop.main(["predict", *map(str, files)]) == 2
     assert "one protocol" in capsys.readouterr().err
+
+
+def test_a_pair_of_runs_shares_more_verdicts_than_a_triple() -> None:
+    """A cell that flips does so less often over two runs than over three: what a pair of runs
+    should share is predicted by the same model."""
+    noisy = SideFit(level=math.log(1.4), drift=0.05, process=0.0, round=0.1)
+    fits = {("heap", "on", "edge"): {"statebench": noisy, "flink": SideFit(0.0, 0.0, 0.0, 0.1)}}
+    pair = predict(fits, 3, 3, 9, 9, runs=2, draws=300)["repeat_by_cell"]["heap/on/edge"]
+    triple = predict(fits, 3, 3, 9, 9, runs=3, draws=300)["repeat_by_cell"]["heap/on/edge"]
+    assert 0.0 < triple < pair < 1.0
+    runs = _runs({"a": {"statebench": 0.0, "flink": 0.0, "round": 0.05}}, n=2)
+    assert report(runs, [], draws=10, runs=2)["simulated_runs"] == 2
+    with pytest.raises(ValueError, match="at least two runs"):
+        report(runs, [], draws=10, runs=1)
+
+
+def test_repeat_writes_each_run_and_their_comparison_and_refuses_an_earlier_repeat(
+        tmp_path, capsys) -> None:
+    """`repeat` writes run-1..N and compare.json; a folder that holds a repeat already is
+    refused before any run (runs of another hour are not back to back), as is a file."""
+    made = []
+
+    def fake_run(protocol, out, clock):
+        doc = {"schema": perop.SCHEMA, "protocol": {"name": protocol.name}, "load": [0, 0, 0],
+               "rates": [], "cells": [{"backend": "heap", "ttl": "on", "op": "value_get",
+                                       "verdict": "agree", "ratio": {"value": 1.0}}]}
+        out.write_text(json.dumps(doc))
+        made.append(out.name)
+        return doc
+
+    folder = tmp_path / "wide"
+    result = perop.repeat(perop.PROTOCOLS["ci"], 2, folder, measure_run=fake_run)
+    assert made == ["run-1.json", "run-2.json"]
+    assert result["runs"] == 2 and result["same_verdict"] == 1
+    assert json.loads((folder / "compare.json").read_text()) == result
+    with pytest.raises(ValueError, match=r"already holds a repeat \(run-1\.json"):
+        perop.repeat(perop.PROTOCOLS["ci"], 2, folder, measure_run=fake_run)
+    with pytest.raises(ValueError, match="at least two runs"):
+        perop.repeat(perop.PROTOCOLS["ci"], 1, tmp_path / "one", measure_run=fake_run)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match="is not a folder"):
+        perop.repeat(perop.PROTOCOLS["ci"], 2, tmp_path / "file", measure_run=fake_run)
+    assert made == ["run-1.json", "run-2.json"]  # nothing measured for a refused repeat
+    assert perop.main(["repeat", "--dir", str(folder), "--protocol", "ci"]) == 2
+    assert "already holds a repeat" in capsys.readouterr().err

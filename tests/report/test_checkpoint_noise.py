@@ -23,8 +23,9 @@ W = "ycsb-a"
 
 
 def test_the_committed_calibration_is_what_its_runs_give() -> None:
-    """docs/results/checkpoint-noise.json is remade from the committed runs: three of
-    sessions-paced (its RocksDB lanes) and three of the default comparison's RocksDB lanes."""
+    """The committed calibration (checkpoint_noise.CALIBRATION) is remade from the committed
+    runs: three of sessions-paced (its RocksDB lanes) and three of the default comparison's
+    RocksDB lanes."""
     committed = json.loads(CALIBRATION.read_text())["noise"]
     remade = merge(calibrate(PACED), calibrate(DEFAULT_RUNS))["noise"]
     assert set(remade) == set(committed)

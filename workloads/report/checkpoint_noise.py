@@ -10,10 +10,11 @@ and the backend (docs/report.md gives the figures: from none at all to more than
 figure for every workload (the 10% of two runs of sessions-churn this replaces) was wrong in
 both directions.
 
-:data:`CALIBRATION` (docs/results/checkpoint-noise.json) holds, per ``workload/backend``, the
-largest relative spread (max / min - 1) of any strategy's checkpoint number over repeated
-same-configuration runs, with the runs it came from. Remake it with
-``python -m workloads.report.checkpoint_noise RUN_DIR... > docs/results/checkpoint-noise.json``
+:data:`CALIBRATION` (workloads/report/data/checkpoint-noise.json, package data) holds, per
+``workload/backend``, the largest relative spread (max / min - 1) of any strategy's checkpoint
+number over repeated same-configuration runs, with the runs it came from. Remake it with
+``python -m workloads.report.checkpoint_noise RUN_DIR... >
+workloads/report/data/checkpoint-noise.json``
 (at least :data:`MIN_RUNS` runs of one configuration; ``--into`` the existing file to merge a
 configuration's entries with the others', the larger spread winning). The runs it is made from
 are kept: docs/results/sessions-paced/ and docs/results/checkpoint-noise/ (checkpoint rows
@@ -35,8 +36,8 @@ from workloads.report.load import load_run
 from workloads.report.metrics import CHECKPOINT_SIZE_METRICS
 from workloads.report.stats import stat
 
-#: The committed calibration (repository root's docs/results/).
-CALIBRATION = Path(__file__).resolve().parents[2] / "docs" / "results" / "checkpoint-noise.json"
+#: The committed calibration, package data (an installed statebench decides as a checkout does).
+CALIBRATION = Path(__file__).resolve().parent / "data" / "checkpoint-noise.json"
 #: Fewest repeated runs a spread is taken from (two runs show one difference, not a spread).
 MIN_RUNS = 3
 

@@ -68,7 +68,8 @@ TTL_CHANGED_AGREE = 0.03
 #: A band is a measurement only over at least this many real-job runs.
 MIN_BAND_RUNS = 3
 #: Where the measured bands live (``workloads.report.real_engine_bands`` writes it).
-BANDS_PATH = Path(__file__).resolve().parents[2] / "docs" / "results" / "real-engine-bands.json"
+#: Package data, so that an installed statebench decides as a checkout does.
+BANDS_PATH = Path(__file__).resolve().parent / "data" / "real-engine-bands.json"
 #: Measure names.
 OUTPUTS = "outputs"
 ENTRIES = "entries"

@@ -3,7 +3,7 @@
 ``workloads.report.real_engine`` calls a gap between the real Flink SQL job and the emulated
 operator "by construction" only where a known cause is listed AND the gap lies inside the band
 that repeated real-job runs measured for it. This module runs those repetitions and writes
-``docs/results/real-engine-bands.json``:
+``workloads/report/data/real-engine-bands.json`` (package data):
 
     python -m workloads.report.real_engine_bands            # 3 runs of each default workload
     python -m workloads.report.real_engine_bands --repeats 5 --workloads nexmark-q7-window
