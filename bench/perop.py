@@ -7,7 +7,7 @@ Run (from the repository root, with the ``flink`` extra and a JDK)::
     python -m bench.perop predict A.json B.json C.json [--option 3,3,9,9 ...] [--runs 3]
     python -m bench.perop repeat --dir DIR [--protocol wide] [--runs 3]
 
-``run`` measures (bench/flink_ops.py), prints the table and writes the document (the lean
+``run`` measures (bench/flink_ops.py), prints the table and writes the document (the wide
 protocol by default: the docs' tables are made from its output, docs/results/per-op.json);
 ``compare`` prints how many verdicts the runs share, which cells contradict themselves, and how
 far each median moved between them; ``predict`` fits a model of their spread and drift and
@@ -374,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="measure the per-op suite, print it, write its JSON")
-    r.add_argument("--protocol", choices=sorted(PROTOCOLS), default="lean")
+    r.add_argument("--protocol", choices=sorted(PROTOCOLS), default="wide")
     r.add_argument("--clock", choices=("wall", "cpu"), default="cpu",
                    help="the clock of the headline medians and verdicts (both are recorded)")
     r.add_argument("--out", type=Path, default=None)

@@ -6,11 +6,11 @@ fresh JVMs per backend, op and TTL mode, 2 fresh interpreters per backend and st
 short rounds, 20 k keys, on one op of each state kind; about two minutes) and checks the
 document's structure and its verdict rules: every process gave every round, the gate's counts
 add up, and every cell's verdict follows from its interval and the band. It asserts no verdict
-and no speed: a run this small decides little, and the verdicts the docs report come from three
-runs of the lean protocol compared, `python -m bench.perop run --protocol lean --out
-docs/results/per-op.json` then `python -m bench.perop compare` (docs/performance.md).
-`STATEBENCH_PEROP_PROTOCOL=quick` (all 28 cells), `=lean` or `=full` runs those protocols here
-instead (12-14 and about 30 minutes on a 2-core machine). The suite's document goes into the
+and no speed: a run this small decides little, and the verdicts the docs report come from
+back-to-back runs of the wide protocol compared, `python -m bench.perop repeat --dir DIR`
+(docs/performance.md). `STATEBENCH_PEROP_PROTOCOL=quick` (all 28 cells), `=lean`, `=wide` or
+`=full` runs those protocols here instead (12-14, 35, 70 and about 30 minutes on a 2-core
+machine). The suite's document goes into the
 saved JSON's extra_info under "perop" and is printed at the end of the run.
 
 The protocol test sends the same ops as one pre-encoded batch from Python and compares the

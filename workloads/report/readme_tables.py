@@ -463,11 +463,11 @@ TABLES: tuple[Table, ...] = (
           ("state-ops.json",), state_ops_table),
     Table("per-op-heap-ttl", "TTL's relative cost, statebench vs Flink (heap, Flink's default "
           "cleanup)",
-          "python -m bench.perop run --out docs/results/per-op.json",
+          "python -m bench.perop run --protocol wide --out docs/results/per-op.json",
           ("per-op.json",), per_op_table),
     Table("per-op-heap-ttl-no-bg", "TTL's relative cost, statebench vs Flink (heap, no "
           "background cleanup)",
-          "python -m bench.perop run --out docs/results/per-op.json",
+          "python -m bench.perop run --protocol wide --out docs/results/per-op.json",
           ("per-op.json",), per_op_table_no_bg),
     Table("checkpoints", "Checkpoints (50 k keys)",
           "python -m pytest bench/pytest/test_bench_snapshots.py --benchmark-json=B.json -s && "
