@@ -350,9 +350,9 @@ def repeat(protocol: Protocol, runs: int, folder: Path, clock: str = "cpu",
     """`runs` runs of `protocol` one after the other, each written to `folder` as it ends (a
     run that fails leaves the earlier ones), then their comparison, written beside them. The
     folder must not hold an earlier repeat: runs from another hour are not back to back."""
-    if runs < 2:
-        raise ValueError(f"a verdict repeats over at least two runs, not {runs}")
-    earlier = sorted(p.name for p in folder.glob("run-*.json")) if folder.is_dir() else []
+    st.check_runs(runs)
+    earlier = (sorted(p.name for p in folder.glob(REPEAT_RUN.format("*"))) if folder.is_dir()
+               else [])
     earlier += [REPEAT_COMPARE] if (folder / REPEAT_COMPARE).exists() else []
     if earlier:
         raise ValueError(f"{folder} already holds a repeat ({', '.join(earlier)}); give a new "

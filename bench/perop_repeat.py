@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.perop_stats import contradicts, process_ratios, verdict_bar
+from bench.perop_stats import check_runs, contradicts, process_ratios, verdict_bar
 from workloads.results.band import band_agreement, log_ratio_interval
 
 #: Simulated triples per prediction: the expected count of repeated cells moves by about 0.1
@@ -152,8 +152,7 @@ def report(docs: Sequence[dict[str, Any]], options: Sequence[tuple[int, int, int
     """The fit of `docs`, the prediction for their own protocol, for each of `options`
     ((forks, workers, Flink rounds, statebench rounds)) and for the ceiling, each over sets of
     `runs` back-to-back runs (3: the bar's triples; 2: what a pair of runs should share)."""
-    if runs < 2:
-        raise ValueError(f"a verdict repeats over at least two runs, not {runs}")
+    check_runs(runs)
     fits = fit(docs)
     proto = docs[0]["protocol"]
     own = (proto["forks"], proto["workers"], proto["jvm_iterations"], proto["py_values"])

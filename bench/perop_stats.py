@@ -176,6 +176,12 @@ def verdict_bar(cells: int) -> int:
     return math.ceil(SAME_VERDICT_SHARE * cells)
 
 
+def check_runs(runs: int) -> None:
+    """Refuse a count of runs no verdict can repeat over (fewer than two)."""
+    if runs < 2:
+        raise ValueError(f"a verdict repeats over at least two runs, not {runs}")
+
+
 def contradicts(verdicts: Iterable[str]) -> bool:
     """Whether one cell's verdicts over several runs agree in one and disagree in another."""
     return {"agree", "disagree"} <= set(verdicts)
