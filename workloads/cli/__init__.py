@@ -3,7 +3,7 @@
 This module only dispatches. Each command lives in its own module of this package that exposes
 ``add_parser(subparsers)``, which adds one or more subcommands and sets ``handler`` (a function
 ``args -> exit code``) as a parser default: ``run`` adds ``run``; ``compare`` adds ``compare``
-and ``report``; ``diff`` adds ``diff``; ``ab`` adds ``ab``.
+and ``report``; ``diff`` adds ``diff``; ``ab`` adds ``ab``; ``regress`` adds ``regress``.
 
 Errors the user can fix (a bad spec, an unknown backend or strategy, ...) exit with status 2 and
 one line on stderr, without a traceback: raise :class:`~workloads.cli.options.CliError` (also
@@ -60,9 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="on an error, print the full traceback too")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    from workloads.cli import ab, compare, diff, run
+    from workloads.cli import ab, compare, diff, regress, run
 
-    for module in (run, compare, diff, ab):
+    for module in (run, compare, diff, ab, regress):
         module.add_parser(subparsers)
     for sub in set(subparsers.choices.values()):  # also accepted after the command
         sub.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
