@@ -38,9 +38,9 @@ class Site:
 
 SITES = {
     "heap.key": Site("backends/heap_backend.py",
-                     "HeapKeyedBackend._make_key_selector.set_current_key", r"^state/heap/"),
+                     "HeapKeyedStateBackend._make_key_selector.set_current_key", r"^state/heap/"),
     "rocksdb.key": Site("backends/rocksdb_backend.py",
-                        "RocksDBKeyedBackend._make_key_selector.set_current_key",
+                        "RocksDBKeyedStateBackend._make_key_selector.set_current_key",
                         r"^state/rocksdb/"),
 }
 
