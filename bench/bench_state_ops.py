@@ -19,13 +19,15 @@ ASV_OPS = 5_000
 _CACHE: dict[tuple, Any] = {}
 
 
-def _pools() -> Pools:
+def shared_pools() -> Pools:
+    """The seeded pools of this process (one per process: every parameter set draws the same
+    keys and values; bench_ratios.py uses them too)."""
     if "pools" not in _CACHE:
         _CACHE["pools"] = Pools.make(setup=ASV_SETUP_KEYS, ops=ASV_OPS)
     return _CACHE["pools"]
 
 
-def _state(kind: str, variant: str) -> Any:
+def state_fixture(kind: str, variant: str) -> Any:
     """Pre-filled fixtures are built once per process and reused across parameters: the
     benchmarks mutate them as flink-benchmarks' do, which is what a long-running state sees.
     A RocksDB fixture's folder goes in the working directory, a temporary one asv makes for
@@ -33,14 +35,16 @@ def _state(kind: str, variant: str) -> Any:
     process ends with os._exit, where no finalizer runs to remove a folder of its own."""
     key = ("state", kind, variant)
     if key not in _CACHE:
-        _CACHE[key] = make_state_fixture(kind, variant, _pools(), root=os.getcwd())
+        _CACHE[key] = make_state_fixture(kind, variant, shared_pools(), root=os.getcwd())
     return _CACHE[key]
 
 
-def _raw(kind: str) -> Any:
+def raw_fixture(kind: str) -> Any:
+    """The raw store of `kind` (dicts or a raw rocksdict), built once per process, in the
+    working directory as state_fixture's."""
     key = ("raw", kind)
     if key not in _CACHE:
-        _CACHE[key] = RAW_FIXTURES[kind](_pools(), root=os.getcwd())
+        _CACHE[key] = RAW_FIXTURES[kind](shared_pools(), root=os.getcwd())
     return _CACHE[key]
 
 
@@ -55,8 +59,8 @@ class StateOps:
     version = "state-ops-1"
 
     def setup(self, backend: str, ttl: str, op: str) -> None:
-        self.fx = _state(backend, ttl)
-        self.pools = _pools()
+        self.fx = state_fixture(backend, ttl)
+        self.pools = shared_pools()
         self.fn = OPS[op]
 
     def time_op(self, backend: str, ttl: str, op: str) -> None:
@@ -74,8 +78,8 @@ class RawBaselines:
     version = "raw-ops-1"
 
     def setup(self, backend: str, op: str) -> None:
-        self.fx = _raw(backend)
-        self.pools = _pools()
+        self.fx = raw_fixture(backend)
+        self.pools = shared_pools()
         self.fn = RAW[backend][op]
 
     def time_op(self, backend: str, op: str) -> None:

@@ -60,9 +60,9 @@ def neighbour(stop: Any, megabytes: int = 16) -> None:
 def scratch_repo(root: Path, plants: list[P.Plant]) -> dict[str, str]:
     """A clone of HEAD in ``root`` with an empty commit and a planted one on top; their ids."""
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(root)], check=True)
-    base = P._git(root, "rev-parse", "HEAD")
+    base = P.git_out(root, "rev-parse", "HEAD")
     empty = P.commit(root, [], "empty commit (regress experiment)")
-    P._git(root, "checkout", "-q", base)
+    P.git_out(root, "checkout", "-q", base)
     planted = P.commit(root, plants, "planted regression: " + ", ".join(
         f"{p.site}={p.loops}" for p in plants))
     return {"base": base, "empty": empty, "planted": planted}

@@ -162,7 +162,9 @@ def stop_child(proc: subprocess.Popen, signum: int, grace_s: float = CHILD_GRACE
 # ------------------------------------------------------------------------------------------------
 
 
-def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedProcess:
+def git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedProcess:
+    """``git ARGS`` in ``repo``, its status and output returned (never raised: callers say
+    what a failure means to them); a missing git is a usage error."""
     try:
         return subprocess.run(["git", *args], cwd=repo, capture_output=True, check=False,
                               text=not binary, timeout=120)
@@ -172,7 +174,7 @@ def _git(repo: Path, *args: str, binary: bool = False) -> subprocess.CompletedPr
 
 def resolve_commit(repo: Path, rev: str) -> str:
     """The full commit id of ``rev``; a clear error for an unknown revision."""
-    done = _git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    done = git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     if done.returncode != 0 or not done.stdout.strip():
         raise CliError(f"unknown git revision {rev!r} in {repo}")
     return done.stdout.strip()
@@ -186,7 +188,7 @@ def export_revision(repo: Path, rev: str, dest: Path) -> tuple[Path, str]:
     if rev == WORKING_TREE:
         return SOURCE_TREE, "working tree"
     commit = resolve_commit(repo, rev)
-    done = _git(repo, "archive", "--format=tar", commit, binary=True)
+    done = git(repo, "archive", "--format=tar", commit, binary=True)
     if done.returncode != 0:
         raise CliError(f"git archive {rev} failed: {done.stderr.decode(errors='replace').strip()}")
     dest.mkdir(parents=True, exist_ok=True)
@@ -196,7 +198,7 @@ def export_revision(repo: Path, rev: str, dest: Path) -> tuple[Path, str]:
 
 
 def repository_root(start: Path = SOURCE_TREE) -> Path:
-    done = _git(start, "rev-parse", "--show-toplevel")
+    done = git(start, "rev-parse", "--show-toplevel")
     if done.returncode != 0:
         raise CliError(f"{start} is not inside a git checkout: `statebench ab` compares revisions")
     return Path(done.stdout.strip())

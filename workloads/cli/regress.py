@@ -24,8 +24,8 @@ from pathlib import Path
 
 from workloads.cli.ab import (
     WORKING_TREE,
-    _git,
     export_revision,
+    git,
     repository_root,
     resolve_commit,
 )
@@ -92,7 +92,7 @@ def _regex(text: str | None, option: str) -> str | None:
 
 def accepted_in_message(repo: Path, commit: str) -> str | None:
     """The ``Regression-accepted:`` patterns of a commit's message, joined into one."""
-    message = _git(repo, "log", "-1", "--format=%B", commit).stdout or ""
+    message = git(repo, "log", "-1", "--format=%B", commit).stdout or ""
     patterns = [line[len(TRAILER):].strip() for line in message.splitlines()
                 if line.startswith(TRAILER) and line[len(TRAILER):].strip()]
     for pattern in patterns:

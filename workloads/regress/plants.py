@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
 import timeit
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from workloads.cli.ab import git
 from workloads.cli.options import CliError
 
 
@@ -101,8 +101,9 @@ def apply(tree: Path, plants: Iterable[Plant]) -> None:
                         encoding="utf-8")
 
 
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
+def git_out(repo: Path, *args: str) -> str:
+    """``git ARGS``'s output; a failure is a one-line error."""
+    done = git(repo, *args)
     if done.returncode != 0:
         raise CliError(f"git {' '.join(args)} failed: {done.stderr.strip()}")
     return done.stdout.strip()
@@ -113,20 +114,20 @@ def commit(repo: Path, plants: Sequence[Plant], message: str) -> str:
     ``plants`` (none: an empty commit); returns its id."""
     apply(repo, plants)
     if plants:
-        _git(repo, "add", "-A")
-    _git(repo, "-c", "user.name=statebench", "-c", "user.email=statebench@localhost",
+        git_out(repo, "add", "-A")
+    git_out(repo, "-c", "user.name=statebench", "-c", "user.email=statebench@localhost",
          "commit", "-q", "--allow-empty", "--no-verify", "-m", message)
-    return _git(repo, "rev-parse", "HEAD")
+    return git_out(repo, "rev-parse", "HEAD")
 
 
 def loop_ns(loops: int, number: int = 200_000, repeat: int = 7) -> float:
     """Nanoseconds one planted loop of ``loops`` iterations costs, inside a function as it is
     planted (the best of ``repeat`` timings: the loop's cost, not the machine's noise)."""
     namespace: dict[str, object] = {}
-    exec(f"def f():\n    for _ in range({loops}):\n        pass\n", namespace)  # noqa: S102
+    exec(f"def f():\n    for _ in range({loops}):\n        pass\n", namespace)
     fn = namespace["f"]
     empty: dict[str, object] = {}
-    exec("def g():\n    pass\n", empty)  # noqa: S102
+    exec("def g():\n    pass\n", empty)
     best = min(timeit.repeat(fn, number=number, repeat=repeat))  # type: ignore[arg-type]
     call = min(timeit.repeat(empty["g"], number=number, repeat=repeat))  # type: ignore[arg-type]
     return max(0.0, best - call) / number * 1e9

@@ -44,9 +44,11 @@ def summary_lines(result: CheckResult) -> list[str]:
     if result.not_applicable:
         lines.append(f"  not applicable: {', '.join(sorted(result.not_applicable))}")
     failing = result.failing
-    lines.append(f"  verdict: {'REGRESSION in ' + str(len(failing)) if failing else 'no regression'}"
-                 + (f" ({', '.join(failing[:5])}{', ...' if len(failing) > 5 else ''})"
-                    if failing else ""))
+    if failing:
+        more = ", ..." if len(failing) > 5 else ""
+        lines.append(f"  verdict: REGRESSION in {len(failing)} ({', '.join(failing[:5])}{more})")
+    else:
+        lines.append("  verdict: no regression")
     return lines
 
 
