@@ -219,6 +219,21 @@ for _name, _metric_name, _scale, _unit in TRACKS:
     setattr(Scenarios, f"track_{_name}", _track(_metric_name, _scale, _unit))
 
 
+def _time_vs_none(self: Scenarios, cache: dict, workload: str, backend: str,
+                  strategy: str) -> float:
+    """A strategy's time per record over ``none``'s on the same backend, both from the same
+    cached run (one process, run one after the other): the machine's level, which moves an
+    absolute time between commits, is in both and cancels; what a commit does to a strategy's
+    own cost stays."""
+    mine = _metric(cache, (workload, backend, strategy), "records_per_s")
+    none = _metric(cache, (workload, backend, "none"), "records_per_s")
+    return none / mine
+
+
+_time_vs_none.unit = "ratio"  # type: ignore[attr-defined]
+Scenarios.track_time_vs_none = _time_vs_none  # type: ignore[attr-defined]
+
+
 class TtlSweep:
     """Peak stored entries of the session-churn workload as the TTL grows (a numeric x-axis),
     one run each at the protocol's events (a quarter unless $STATEBENCH_ASV_PROTOCOL=full)."""

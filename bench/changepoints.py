@@ -37,7 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SCHEMA = "statebench-asv-changepoints-1"
+SCHEMA = "statebench-asv-changepoints-2"
+#: Units whose histories are shown but not judged: an absolute time of one commit is measured
+#: minutes apart from its neighbours' and moves with the machine (docs/performance.md, "Steps
+#: between commits"); a same-process ratio or an exact count is what names a commit.
+MACHINE_DEPENDENT_UNITS = frozenset({"seconds"})
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -217,6 +221,7 @@ def report(results_dir: Path, machine: str | None = None, repo: Path | None = RE
                 "last_before": commits[c.last_before],
                 "before": c.before, "after": c.after, "ratio": c.ratio,
                 "asv_regression": c.first_after in flagged,
+                "judged": h.unit not in MACHINE_DEPENDENT_UNITS,
             })
     return {
         "schema": SCHEMA, "results_dir": str(results_dir), "machine": machine,
@@ -227,6 +232,8 @@ def report(results_dir: Path, machine: str | None = None, repo: Path | None = RE
         "rules": {"min_change": cp.MIN_CHANGE, "default_min_change": cp.DEFAULT_MIN_CHANGE,
                   "exact": "any change", "min_piece": cp.MIN_PIECE},
         "histories": len(histories), "benchmarks": per_benchmark, "change_points": points,
+        "judged_commits": sorted({p["commit"] for p in points if p["judged"]},
+                                 key=commits.index),
     }
 
 
@@ -241,15 +248,21 @@ def format_report(doc: dict[str, Any]) -> list[str]:
     for name, c in sorted(doc["benchmarks"].items()):
         lines.append(f"  {name} ({c['unit'] or 'no unit'}): {c['with_a_change']} of "
                      f"{c['histories']} histories change")
+    judged = doc.get("judged_commits", [])
+    lines.append("  commits named (ratios and exact counts): " + (
+        ", ".join(f"{c[:8]} ({[x['commit'] for x in doc['commits']].index(c) + 1}/{n})"
+                  for c in judged) or "none"))
     if not doc["change_points"]:
         return lines
-    rows = [("benchmark", "commit", "at", "before", "after", "after/before", "kind", "asv")]
+    rows = [("benchmark", "commit", "at", "before", "after", "after/before", "kind", "asv",
+             "judged")]
     for p in doc["change_points"]:
         label = p["benchmark"] + (f"({', '.join(p['params'].values())})" if p["params"] else "")
         rows.append((label, p["commit"][:8], f"{p['position']}/{n}", f"{p['before']:.4g}",
                      f"{p['after']:.4g}", f"{p['ratio']:.3f}x",
                      p["kind"] if p["kind"] == "exact" else f">{p['min_change']:.0%}",
-                     "regression" if p["asv_regression"] else ""))
+                     "regression" if p["asv_regression"] else "",
+                     "yes" if p.get("judged", True) else "no: an absolute time"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines.append("")
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]

@@ -15,6 +15,13 @@ says how often other protocols' verdicts would repeat (bench/perop_repeat.py); `
 the back-to-back runs the verdict bar is judged on, unattended (a wide triple takes hours):
 ``DIR/run-1.json`` ... and ``DIR/compare.json``.
 
+Every refusal is one line and status 2, made before anything is measured or simulated: fewer
+than two runs, one run given twice (the same file or a copy), runs of different protocols or
+clocks, a document that is not one or lacks what the command needs, a number out of its range
+(``--runs``: 2-100 simulated, 2-10 repeated; ``--option``: processes 1-200, rounds 1-1000),
+an ``--out`` whose folder does not exist or cannot be written in (a probe file is made and
+removed there). Ctrl-C prints "interrupted" and gives status 130, no half-written file left.
+
 Document (schema ``statebench-perop-3``)::
 
     {"schema", "created", "protocol": {...}, "load": {"before": [1, 5, 15 min], "after": [...]},
@@ -72,10 +79,14 @@ that moved, since between runs it is the readings themselves that differ.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import math
 import os
+import stat
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -265,7 +276,10 @@ def compare(docs: Sequence[dict[str, Any]], max_move: float = 0.25) -> dict[str,
     the verdict bar (SAME_VERDICT_SHARE of the cells the same, none contradicted), the largest
     move of each rate median between runs (max / min - 1; reported with its cache readings,
     not a bar: on a shared machine the medians move with the L3 a neighbour leaves), the same
-    for each cell's ratio, and the machine probe's move beside them."""
+    for each cell's ratio, and the machine probe's move beside them. Fewer than two runs, or
+    runs that share no cell, are refused (ValueError): no verdict repeats over them."""
+    st.check_runs(len(docs))
+
     def cell_key(c: dict) -> tuple:
         return c["backend"], c["ttl"], c["op"]
 
@@ -285,6 +299,8 @@ def compare(docs: Sequence[dict[str, Any]], max_move: float = 0.25) -> dict[str,
             cache = r.get("cache")
             readings.setdefault(rate_key(r), []).append(cache["median"] if cache else None)
     complete = {k: v for k, v in verdicts.items() if len(v) == len(docs)}
+    if not complete:
+        raise ValueError("the runs share no cell: no verdict to compare")
     same = [k for k, v in complete.items() if len(set(v)) == 1]
     moves = {k: st.relative_move(v) for k, v in medians.items() if len(v) == len(docs)}
     ratios: dict[tuple, list[float]] = {}
@@ -327,16 +343,50 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+def _check_writable_folder(folder: Path) -> None:
+    """Refuse a folder this process cannot create a file in: a probe file is made and removed
+    there (ValueError naming the folder)."""
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is not a folder" if folder.exists()
+                         else f"folder {folder} does not exist")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".perop-probe-", dir=folder)
+    except OSError as exc:
+        raise ValueError(f"cannot write in {folder}: {exc.strerror or exc}") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def check_out(out: Path) -> None:
+    """Refuse an output path `run` could not write after measuring for an hour: a folder, a
+    device or other non-file, a path whose folder does not exist or cannot be written in
+    (ValueError)."""
+    if out.is_dir():  # first: '.' or '/' has no name to make the temporary file's from
+        raise ValueError(f"{out} is a folder, not a file")
+    for path in (out, out.with_name(out.name + ".tmp")):
+        if path.is_dir():
+            raise ValueError(f"{path} is a folder, not a file")
+        if path.exists() and not path.is_file():
+            raise ValueError(f"{path} exists and is not a regular file")
+    _check_writable_folder(out.parent)
+
+
 def run(protocol: Protocol, out: Path | None, clock: str = "cpu") -> dict[str, Any]:
+    """Measure `protocol`, and write the document to `out` (checked before measuring)."""
+    if out is not None:
+        check_out(out)
     before = _load()
     m, probes = measure(protocol, progress=lambda s: print(f"  measured {s}", file=sys.stderr,
                                                            flush=True))
     doc = document(m, protocol, before, _load(), clock, probes)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(json.dumps(_rounded(doc), separators=(",", ":")) + "\n")
-        tmp.replace(out)
+        try:
+            tmp.write_text(json.dumps(_rounded(doc), separators=(",", ":")) + "\n")
+            tmp.replace(out)
+        except BaseException:  # a failed or interrupted write leaves no half file
+            tmp.unlink(missing_ok=True)
+            raise
     return doc
 
 
@@ -345,12 +395,16 @@ REPEAT_RUN = "run-{}.json"
 REPEAT_COMPARE = "compare.json"
 
 
-def repeat(protocol: Protocol, runs: int, folder: Path, clock: str = "cpu",
-           measure_run: Callable[..., dict[str, Any]] = run) -> dict[str, Any]:
-    """`runs` runs of `protocol` one after the other, each written to `folder` as it ends (a
-    run that fails leaves the earlier ones), then their comparison, written beside them. The
-    folder must not hold an earlier repeat: runs from another hour are not back to back."""
-    st.check_runs(runs)
+#: At most this many runs a repeat (a wide run takes 70-80 minutes: ten are half a day).
+MAX_REPEAT_RUNS = 10
+
+
+def check_repeat(runs: int, folder: Path) -> None:
+    """What `repeat` refuses before it makes its folder (ValueError): a count of runs outside
+    2..MAX_REPEAT_RUNS, a folder that holds an earlier repeat, a path that is not a folder or
+    that could not be made or written in (probed in the folder or its nearest existing
+    parent)."""
+    st.check_runs(runs, MAX_REPEAT_RUNS)
     earlier = (sorted(p.name for p in folder.glob(REPEAT_RUN.format("*"))) if folder.is_dir()
                else [])
     earlier += [REPEAT_COMPARE] if (folder / REPEAT_COMPARE).exists() else []
@@ -359,7 +413,17 @@ def repeat(protocol: Protocol, runs: int, folder: Path, clock: str = "cpu",
                          "folder")
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder} is not a folder")
+    _check_writable_folder(next(p for p in (folder, *folder.parents) if p.exists()))
+
+
+def repeat(protocol: Protocol, runs: int, folder: Path, clock: str = "cpu",
+           measure_run: Callable[..., dict[str, Any]] = run) -> dict[str, Any]:
+    """`runs` runs of `protocol` one after the other, each written to `folder` as it ends (a
+    run that fails leaves the earlier ones), then their comparison, written beside them. The
+    folder must not hold an earlier repeat: runs from another hour are not back to back."""
+    check_repeat(runs, folder)
     folder.mkdir(parents=True, exist_ok=True)  # now, not after the first hour's run
+    _check_writable_folder(folder)
     docs = []
     for i in range(1, runs + 1):
         print(f"  run {i} of {runs}", file=sys.stderr, flush=True)
@@ -369,15 +433,271 @@ def repeat(protocol: Protocol, runs: int, folder: Path, clock: str = "cpu",
     return result
 
 
+#: What a cell's verdict can be, the sides of a rate and the clocks of a document.
+VERDICTS = ("agree", "disagree", "undecided")
+SIDES = ("flink", "statebench")
+CLOCKS = ("cpu", "wall")
+
+
+def _describe(value: Any) -> str:
+    """A JSON value as a refusal names it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return repr(value if len(value) <= 40 else value[:37] + "...")
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _positive(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value) and value > 0)
+
+
+_WANTS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "object": (lambda v: isinstance(v, dict), "an object"),
+    "list": (lambda v: isinstance(v, list), "a list"),
+    "name": (lambda v: isinstance(v, str) and v != "", "a name (a non-empty string)"),
+    "positive": (_positive, "a positive number"),
+}
+
+
+def _get(obj: dict, key: str, where: str, want: str, optional: bool = False) -> Any:
+    """obj[key], refused (ValueError) when missing (unless `optional`: None where missing or
+    null) or not what `want` names."""
+    if obj.get(key) is None and (optional or key not in obj):
+        if optional:
+            return None
+        raise ValueError(f"{where or 'the document'} has no '{key}'")
+    value = obj[key]
+    test, what = _WANTS[want]
+    if not test(value):
+        raise ValueError(f"{where + '.' if where else ''}{key} is {_describe(value)}, not {what}")
+    return value
+
+
+def _one_of(obj: dict, key: str, where: str, choices: Sequence[str]) -> str:
+    if key not in obj:
+        raise ValueError(f"{where or 'the document'} has no '{key}'")
+    if obj[key] not in choices:
+        raise ValueError(f"{where + '.' if where else ''}{key} is {_describe(obj[key])}, not one "
+                         f"of {', '.join(choices)}")
+    return obj[key]
+
+
+def _count(obj: dict, key: str, where: str, most: int) -> int:
+    value = obj.get(key)
+    if key not in obj:
+        raise ValueError(f"{where} has no '{key}'")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        raise ValueError(f"{where}.{key} is {_describe(value)}, not an integer from 1 to {most}")
+    return value
+
+
+def _objects(doc: dict, key: str) -> list[dict]:
+    items = _get(doc, key, "", "list")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ValueError(f"{key}[{i}] is {_describe(item)}, not an object")
+    return items
+
+
+def _processes(values: dict, clock: str, where: str) -> list[list[float]]:
+    """A rate's values by `clock`: one non-empty list of positive rates per process, every
+    process as many."""
+    series = _get(values, clock, where, "list")
+    name = f"{where}.{clock}"
+    if not series:
+        raise ValueError(f"{name} holds no process")
+    for j, rates in enumerate(series):
+        if not isinstance(rates, list) or not rates:
+            raise ValueError(f"{name}[{j}] is {_describe(rates)}, not a non-empty list of rates")
+        bad = [v for v in rates if not _positive(v)]
+        if bad:
+            raise ValueError(f"{name}[{j}] holds {_describe(bad[0])}, not a positive rate")
+        if len(rates) != len(series[0]):
+            raise ValueError(f"{name}: its processes hold different numbers of values "
+                             f"({len(series[0])} and {len(rates)})")
+    return series
+
+
+def check_document(doc: Any, command: str) -> None:
+    """Refuse (ValueError naming the field and the problem) a document `command` ("compare"
+    or "predict") cannot use: not an object, another schema, a field it needs missing or of
+    the wrong type, a rate or cell given twice, a rate with TTL without its rate without."""
+    from bench import perop_repeat
+
+    if not isinstance(doc, dict):
+        raise ValueError(f"not a {SCHEMA} document: {_describe(doc)}, not an object")
+    if doc.get("schema") != SCHEMA:
+        raise ValueError(f"not a {SCHEMA} document (its schema is {_describe(doc.get('schema'))})"
+                         if "schema" in doc else f"not a {SCHEMA} document (it has no schema)")
+    protocol = _get(doc, "protocol", "", "object")
+    _get(protocol, "name", "protocol", "name")
+    clock = _one_of(doc, "clock", "", CLOCKS) if "clock" in doc else "cpu"
+    rates: dict[tuple, tuple[int, dict]] = {}
+    for i, r in enumerate(_objects(doc, "rates")):
+        where = f"rates[{i}]"
+        key = (_one_of(r, "side", where, SIDES), _get(r, "backend", where, "name"),
+               _one_of(r, "ttl", where, MODES), _get(r, "op", where, "name"))
+        if key in rates:
+            raise ValueError(f"{where} repeats rates[{rates[key][0]}] ({'/'.join(key)})")
+        rates[key] = (i, r)
+        if command == "compare":
+            _get(r, "median", where, "positive")
+            cache = _get(r, "cache", where, "object", optional=True)
+            if cache is not None:
+                _get(cache, "median", f"{where}.cache", "positive")
+        else:
+            _processes(_get(r, "values", where, "object"), clock, f"{where}.values")
+    if command == "predict":
+        for key in ("forks", "workers"):
+            _count(protocol, key, "protocol", perop_repeat.MAX_PROCESSES)
+        for key in ("jvm_iterations", "py_values"):
+            _count(protocol, key, "protocol", perop_repeat.MAX_ROUNDS)
+        for (side, backend, ttl, op), (i, r) in rates.items():
+            if ttl == "off":
+                continue
+            off = rates.get((side, backend, "off", op))
+            if off is None:
+                raise ValueError(f"rates[{i}] ({side}/{backend}/{ttl}/{op}) has no rate with "
+                                 f"TTL off ({side}/{backend}/off/{op}) to divide by")
+            if len(r["values"][clock]) != len(off[1]["values"][clock]):
+                raise ValueError(f"rates[{i}] and rates[{off[0]}] ({side}/{backend}/{op} with "
+                                 "TTL and without) come from different numbers of processes")
+        return
+    cells: dict[tuple, int] = {}
+    for i, c in enumerate(_objects(doc, "cells")):
+        where = f"cells[{i}]"
+        key = (_get(c, "backend", where, "name"), _one_of(c, "ttl", where, TTL_MODES),
+               _get(c, "op", where, "name"))
+        if key in cells:
+            raise ValueError(f"{where} repeats cells[{cells[key]}] ({'/'.join(key)})")
+        cells[key] = i
+        _one_of(c, "verdict", where, VERDICTS)
+        _get(_get(c, "ratio", where, "object"), "value", f"{where}.ratio", "positive")
+    probe = _get(doc, "machine_probe", "", "object", optional=True)
+    if probe is not None:
+        _get(probe, "median", "machine_probe", "positive")
+    cache_probe = _get(doc, "cache_probe", "", "object", optional=True)
+    if cache_probe is not None:
+        _get(cache_probe, "median", "cache_probe", "positive", optional=True)
+    _get(doc, "load", "", "object")
+
+
+def _not_a_number(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+#: The largest file read as a document: a wide run's is about 250 KB.
+MAX_DOCUMENT_BYTES = 64 * 2**20
+
+
+def read_documents(files: Sequence[Path], command: str) -> list[dict[str, Any]]:
+    """The documents `command` ("compare" or "predict") reads, each checked
+    (check_document). Refused (ValueError, one line naming the file): fewer than two files,
+    a file given twice (the same path once resolved, or the same content: the same run
+    counted twice repeats every verdict), one that is not a regular file, cannot be read or
+    is not JSON, and runs of different protocols or clocks (not repeats of one another)."""
+    if len(files) < 2:
+        raise ValueError(f"{command} needs the documents of at least two runs, not "
+                         f"{len(files)} (a verdict repeats over at least two runs)")
+    docs: list[dict[str, Any]] = []
+    paths: dict[Path, Path] = {}
+    contents: dict[str, Path] = {}
+    for f in files:
+        try:
+            info = f.stat()
+            if not stat.S_ISREG(info.st_mode):
+                raise ValueError(f"{f} is a folder, not a file" if f.is_dir()
+                                 else f"{f} is not a regular file")
+            if info.st_size > MAX_DOCUMENT_BYTES:
+                raise ValueError(f"{f} holds {info.st_size / 2**20:.0f} MiB: more than any run's "
+                                 f"document ({MAX_DOCUMENT_BYTES // 2**20} MiB at most)")
+            resolved = f.resolve()
+            if resolved in paths:
+                spelled = f" (as {paths[resolved]})" if str(paths[resolved]) != str(f) else ""
+                raise ValueError(f"{f} is given twice{spelled}: the same run would repeat "
+                                 "every verdict")
+            data = f.read_bytes()
+        except OSError as exc:
+            raise ValueError(f"cannot read {f}: {exc.strerror or exc}") from None
+        digest = hashlib.sha256(data).hexdigest()
+        if digest in contents:
+            raise ValueError(f"{f} has the same content as {contents[digest]}: the same run "
+                             "would repeat every verdict")
+        paths[resolved], contents[digest] = f, f
+        try:
+            doc = json.loads(data, parse_constant=_not_a_number)
+        except (ValueError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise ValueError(f"{f} is not JSON ({reason})") from None
+        try:
+            check_document(doc, command)
+        except ValueError as exc:
+            raise ValueError(f"{f}: {exc}") from None
+        first = docs[0] if docs else doc
+        if doc["protocol"] != first["protocol"]:
+            name, first_name = doc["protocol"]["name"], first["protocol"]["name"]
+            raise ValueError(
+                f"{f} is a run of protocol {name}, {files[0]} of {first_name}: the runs must "
+                "share one protocol" if name != first_name else
+                f"{f}'s protocol {name} has other settings than {files[0]}'s: the runs must "
+                "share one protocol")
+        if doc.get("clock", "cpu") != first.get("clock", "cpu"):
+            raise ValueError(f"{f} is by the {doc.get('clock', 'cpu')} clock, {files[0]} by the "
+                             f"{first.get('clock', 'cpu')} clock: the runs must share one clock")
+        docs.append(doc)
+    return docs
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.perop", description=__doc__.split(
-        "\n\n")[0])
-    sub = parser.add_subparsers(dest="cmd", required=True)
+    """The command line (the module docstring). A refusal is one line on stderr and status 2;
+    an interrupt (Ctrl-C) prints "interrupted" and gives status 130, the runs a repeat ended
+    kept and no half-written file left."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("bench.perop: interrupted", file=sys.stderr)
+        return 130
+
+
+def _fail(message: str) -> int:
+    print(f"bench.perop: {message}", file=sys.stderr)
+    return 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, its refusals (a bad option, a missing argument) one line as the tool's own."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        command = self.prog.removeprefix("python -m bench.perop").strip()
+        self.exit(2, f"bench.perop: {command + ': ' if command else ''}{message}; --help gives "
+                     "the usage\n")
+
+
+def _check_runs_option(runs: int, most: int) -> None:
+    try:
+        st.check_runs(runs, most)
+    except ValueError as exc:
+        raise ValueError(f"--runs: {exc}") from None
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    from bench import perop_repeat
+
+    parser = _Parser(prog="python -m bench.perop", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True,
+                                metavar="{run,compare,predict,repeat}")
     r = sub.add_parser("run", help="measure the per-op suite, print it, write its JSON")
     r.add_argument("--protocol", choices=sorted(PROTOCOLS), default="wide")
-    r.add_argument("--clock", choices=("wall", "cpu"), default="cpu",
+    r.add_argument("--clock", choices=CLOCKS, default="cpu",
                    help="the clock of the headline medians and verdicts (both are recorded)")
-    r.add_argument("--out", type=Path, default=None)
+    r.add_argument("--out", type=Path, default=None,
+                   help="the document's file, in an existing folder (checked before measuring)")
     c = sub.add_parser("compare", help="repeatability of several runs' JSON documents")
     c.add_argument("files", type=Path, nargs="+")
     p = sub.add_parser("predict", help="how often other protocols' verdicts would repeat, "
@@ -385,71 +705,62 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("files", type=Path, nargs="+")
     p.add_argument("--option", action="append", default=[], type=_option,
                    metavar="FORKS,WORKERS,FLINK_ROUNDS,STATEBENCH_ROUNDS",
-                   help="a protocol to predict besides the runs' own (repeatable)")
+                   help="a protocol to predict besides the runs' own (repeatable; forks and "
+                   f"workers 1-{perop_repeat.MAX_PROCESSES}, rounds 1-{perop_repeat.MAX_ROUNDS})")
     p.add_argument("--runs", type=int, default=3,
-                   help="back-to-back runs a verdict must repeat over (default 3, the bar's)")
+                   help="back-to-back runs a verdict must repeat over (default 3, the bar's; "
+                   f"2-{perop_repeat.MAX_RUNS})")
     t = sub.add_parser("repeat", help="back-to-back runs and their comparison, into a new "
                        "folder (what the verdict bar is judged on)")
     t.add_argument("--dir", type=Path, required=True)
     t.add_argument("--protocol", choices=sorted(PROTOCOLS), default="wide")
-    t.add_argument("--runs", type=int, default=3)
-    t.add_argument("--clock", choices=("wall", "cpu"), default="cpu")
+    t.add_argument("--runs", type=int, default=3, help=f"2-{MAX_REPEAT_RUNS} (default 3)")
+    t.add_argument("--clock", choices=CLOCKS, default="cpu")
     args = parser.parse_args(argv)
-    if args.cmd == "repeat":
+    if args.cmd in ("repeat", "run"):
         from backends.flink import FlinkUnavailableError
         from backends.flink.lanes import check_available
 
         try:
+            if args.cmd == "run":
+                doc = run(PROTOCOLS[args.protocol], args.out, args.clock)
+                print("\n".join(format_document(doc)))
+                return 0
+            _check_runs_option(args.runs, MAX_REPEAT_RUNS)
+            check_repeat(args.runs, args.dir)  # before the JDK check and the folder
             check_available()  # before the folder is made
             print(json.dumps(repeat(PROTOCOLS[args.protocol], args.runs, args.dir, args.clock),
                              indent=1))
         except (ValueError, OSError, FlinkUnavailableError) as exc:
-            print(f"bench.perop: {exc}", file=sys.stderr)
-            return 2
+            return _fail(str(exc))
         return 0
-    if args.cmd == "run":
-        from backends.flink import FlinkUnavailableError
-
-        try:
-            doc = run(PROTOCOLS[args.protocol], args.out, args.clock)
-        except FlinkUnavailableError as exc:
-            print(f"bench.perop: {exc}", file=sys.stderr)
-            return 2
-        print("\n".join(format_document(doc)))
-        return 0
-    docs = []
-    for f in args.files:
-        try:
-            doc = json.loads(f.read_text())
-        except (OSError, ValueError) as exc:
-            print(f"bench.perop: cannot read {f}: {exc}", file=sys.stderr)
-            return 2
-        if doc.get("schema") != SCHEMA:
-            print(f"bench.perop: {f} is not a {SCHEMA} document", file=sys.stderr)
-            return 2
-        docs.append(doc)
-    if args.cmd == "compare":
-        print(json.dumps(compare(docs), indent=1))
-        return 0
-    from bench import perop_repeat
-
     try:
-        print(json.dumps(perop_repeat.report(docs, args.option, runs=args.runs), indent=1))
+        if args.cmd == "predict":
+            _check_runs_option(args.runs, perop_repeat.MAX_RUNS)
+        docs = read_documents(args.files, args.cmd)
+        if args.cmd == "compare":
+            print(json.dumps(compare(docs), indent=1))
+        else:
+            print(json.dumps(perop_repeat.report(docs, args.option, runs=args.runs), indent=1))
     except ValueError as exc:
-        print(f"bench.perop: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc))
     return 0
 
 
 def _option(text: str) -> tuple[int, int, int, int]:
-    """FORKS,WORKERS,FLINK_ROUNDS,STATEBENCH_ROUNDS as four positive integers."""
+    """FORKS,WORKERS,FLINK_ROUNDS,STATEBENCH_ROUNDS as four positive integers, the processes
+    at most perop_repeat.MAX_PROCESSES, the rounds at most perop_repeat.MAX_ROUNDS."""
+    from bench.perop_repeat import MAX_PROCESSES, MAX_ROUNDS
+
     try:
         values = tuple(int(x) for x in text.split(","))
     except ValueError:
         values = ()
-    if len(values) != 4 or min(values) < 1:
+    if (len(values) != 4 or min(values) < 1 or max(values[:2]) > MAX_PROCESSES
+            or max(values[2:]) > MAX_ROUNDS):
         raise argparse.ArgumentTypeError(
-            f"'{text}' is not FORKS,WORKERS,FLINK_ROUNDS,STATEBENCH_ROUNDS (four integers >= 1)")
+            f"'{text}' is not FORKS,WORKERS,FLINK_ROUNDS,STATEBENCH_ROUNDS (four integers >= 1: "
+            f"forks and workers 1-{MAX_PROCESSES}, rounds 1-{MAX_ROUNDS})")
     return values  # type: ignore[return-value]
 
 

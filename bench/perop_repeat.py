@@ -44,6 +44,12 @@ SEED = 29
 SIDES = ("statebench", "flink")  # numerator and denominator of a cell's ratio
 #: Processes a side in the ceiling: enough that the interval is the drift alone.
 CEILING_PROCESSES = 200
+#: The largest protocol a prediction simulates: processes a side (no more than the ceiling's),
+#: measured rounds a process, and back-to-back runs a set (each costs the time of a run of the
+#: prediction, about half a second).
+MAX_PROCESSES = CEILING_PROCESSES
+MAX_ROUNDS = 1000
+MAX_RUNS = 100
 
 
 @dataclass(frozen=True)
@@ -102,7 +108,11 @@ def fit(docs: Sequence[dict[str, Any]]) -> dict[tuple, dict[str, SideFit]]:
             level=float(np.concatenate(logs).mean()),
             drift=math.sqrt(max(float(means.var(ddof=1)) - within / n, 0.0)),
             process=math.sqrt(max(within - share, 0.0)), round=math.sqrt(round_var))
-    return {c: f for c, f in fits.items() if set(f) == set(SIDES)}
+    fits = {c: f for c, f in fits.items() if set(f) == set(SIDES)}
+    if not fits:
+        raise ValueError("no cell has both sides' rates, with TTL and without, in every run: "
+                         "nothing to fit")
+    return fits
 
 
 def _verdict(num: np.ndarray, den: np.ndarray, band: float) -> str:
@@ -152,7 +162,7 @@ def report(docs: Sequence[dict[str, Any]], options: Sequence[tuple[int, int, int
     """The fit of `docs`, the prediction for their own protocol, for each of `options`
     ((forks, workers, Flink rounds, statebench rounds)) and for the ceiling, each over sets of
     `runs` back-to-back runs (3: the bar's triples; 2: what a pair of runs should share)."""
-    check_runs(runs)
+    check_runs(runs, MAX_RUNS)
     fits = fit(docs)
     proto = docs[0]["protocol"]
     own = (proto["forks"], proto["workers"], proto["jvm_iterations"], proto["py_values"])

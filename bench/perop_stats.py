@@ -176,10 +176,14 @@ def verdict_bar(cells: int) -> int:
     return math.ceil(SAME_VERDICT_SHARE * cells)
 
 
-def check_runs(runs: int) -> None:
-    """Refuse a count of runs no verdict can repeat over (fewer than two)."""
+def check_runs(runs: int, most: int | None = None) -> None:
+    """Refuse a count of runs no verdict can repeat over (fewer than two), or more than `most`
+    (where given: what the caller can afford)."""
+    allowed = f" (give 2 to {most})" if most is not None else ""
     if runs < 2:
-        raise ValueError(f"a verdict repeats over at least two runs, not {runs}")
+        raise ValueError(f"a verdict repeats over at least two runs, not {runs}{allowed}")
+    if most is not None and runs > most:
+        raise ValueError(f"at most {most} runs, not {runs}{allowed}")
 
 
 def contradicts(verdicts: Iterable[str]) -> bool:

@@ -15,6 +15,9 @@ backend is slower by its own known share). It then runs the check ``--runs`` tim
 ``--neighbour`` runs a noisy neighbour for the whole experiment: a process that keeps a core
 busy reading and writing a buffer four times a core's cache at random, started and stopped
 here. The document written is ``docs/results/regress-*.json``; docs/performance.md has the table.
+
+asv imports every module of bench/ in the environments it builds, where an older commit's
+statebench has no ``workloads.regress``: it is imported inside the functions that use it.
 """
 
 from __future__ import annotations
@@ -23,20 +26,12 @@ import argparse
 import json
 import multiprocessing
 import os
-import random
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-from workloads.cli.ab import export_revision
-from workloads.regress import plants as P
-from workloads.regress import stats
-from workloads.regress.check import PROTOCOLS, run_check
-from workloads.regress.pairs import INTERLEAVED, MODES, Revision
-from workloads.regress.report import json_safe
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Loop iterations per plant: about 20-30 ns at the heap's key switch (5-20% of its cheap
@@ -46,19 +41,21 @@ DEFAULT_PLANTS = ("heap.key=0", "rocksdb.key=25")
 BUCKETS = (("5%", 0.04, 0.07), ("10%", 0.07, 0.14), ("20%", 0.14, 0.30))
 
 
-def neighbour(stop: Any, megabytes: int = 16) -> None:
-    """Keep a core busy thrashing a buffer larger than a core's cache, until ``stop`` is set."""
-    size = megabytes << 20
-    buf = bytearray(size)
-    rng = random.Random(1)
+def neighbour(stop: Any, megabytes: int = 64) -> None:
+    """Keep a core busy scattering writes over a buffer many times a core's cache (and a good
+    share of the L3 the machine's tenants share), until ``stop`` is set."""
+    import numpy as np
+
+    buf = np.zeros((megabytes << 20) // 8, dtype=np.int64)
+    index = np.random.default_rng(1).integers(0, buf.size, 1 << 20)
     while not stop.is_set():
-        for _ in range(100_000):
-            i = rng.randrange(size)
-            buf[i] = (buf[i] + 1) & 0xFF
+        np.add.at(buf, index, 1)
 
 
-def scratch_repo(root: Path, plants: list[P.Plant]) -> dict[str, str]:
+def scratch_repo(root: Path, plants: list[Any]) -> dict[str, str]:
     """A clone of HEAD in ``root`` with an empty commit and a planted one on top; their ids."""
+    from workloads.regress import plants as P
+
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(root)], check=True)
     base = P.git_out(root, "rev-parse", "HEAD")
     empty = P.commit(root, [], "empty commit (regress experiment)")
@@ -68,16 +65,20 @@ def scratch_repo(root: Path, plants: list[P.Plant]) -> dict[str, str]:
     return {"base": base, "empty": empty, "planted": planted}
 
 
-def score(result: Any, plants: list[P.Plant], loop_cost: dict[str, float], ops: int,
+def score(result: Any, plants: list[Any], loop_cost: dict[str, float], ops: int,
           planted: bool) -> dict[str, Any]:
     """One check's flags, with each benchmark's true planted share."""
+    from workloads.regress import plants as P
+    from workloads.regress import stats
+
     rows = []
     for e in result.estimates:
         share = P.planted_share(e.name, plants, loop_cost, ops, e.a_ns) if planted else 0.0
         rows.append({"name": e.name, "true_share": share, "ratio": e.ratio, "q": e.q,
                      "mde": e.mde, "verdict": e.verdict})
     flagged = [r for r in rows if r["verdict"] in (stats.SLOWER, stats.FASTER)]
-    false = [r["name"] for r in flagged if r["true_share"] == 0.0]
+    exact = [f"{c.name}:{c.metric}" for c in result.exact]  # no plant changes an exact figure
+    false = [r["name"] for r in flagged if r["true_share"] == 0.0] + exact
     return {"seconds": round(result.seconds, 1), "false_flags": false,
             "flagged": [r["name"] for r in flagged], "rows": rows,
             "mde_by_family": result.mde_by_family()}
@@ -85,6 +86,8 @@ def score(result: Any, plants: list[P.Plant], loop_cost: dict[str, float], ops: 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Detection per size bucket and false flags over every run."""
+    from workloads.regress import stats
+
     planted = [r for r in runs if r["kind"] == "planted"]
     empty = [r for r in runs if r["kind"] == "empty"]
     buckets = {}
@@ -94,7 +97,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             rows = [row for row in run["rows"] if lo <= row["true_share"] < hi]
             if rows:
                 per_check.append(sum(row["verdict"] == stats.SLOWER for row in rows) / len(rows))
-        found = [r for r in per_check]
+        found = per_check
         buckets[label] = {
             "range": [lo, hi],
             "benchmarks_per_check": round(sum(
@@ -114,9 +117,17 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from workloads.cli.ab import export_revision
+    from workloads.regress import plants as P
+    from workloads.regress.check import PROTOCOLS, run_check
+    from workloads.regress.pairs import INTERLEAVED, MODES, Revision
+    from workloads.regress.report import json_safe
+
     parser = argparse.ArgumentParser(prog="python -m bench.regress_experiment",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10, help="checks of each kind")
+    parser.add_argument("--planted-runs", type=int, default=None,
+                        help="planted checks (default: as many as --runs)")
     parser.add_argument("--neighbour", action="store_true", help="run a noisy neighbour")
     parser.add_argument("--protocol", default="quick", choices=sorted(PROTOCOLS))
     parser.add_argument("--mode", default=INTERLEAVED, choices=MODES)
@@ -126,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
+    args.planted_runs = args.runs if args.planted_runs is None else args.planted_runs
+    if not 0 <= args.planted_runs <= args.runs:
+        parser.error("--planted-runs must be in 0..--runs")
     if not args.out.parent.is_dir():
         parser.error(f"--out: no folder {args.out.parent}")
     plants = [P.Plant.parse(p) for p in (args.plant or DEFAULT_PLANTS)]
@@ -147,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for i in range(args.runs):
                 kinds = ("empty", "planted") if i % 2 == 0 else ("planted", "empty")
+                if i >= args.planted_runs:
+                    kinds = ("empty",)
                 for kind in kinds:
                     work = Path(tmp) / f"work-{kind}-{i}"
                     work.mkdir()

@@ -86,3 +86,18 @@ def test_each_scenario_runs_the_protocols_events_and_runs(
     cache = bench_scenarios._run("ycsb-a", ["none", "timer"], protocol=protocol)
     assert asked == [("ycsb-a", protocol.events)] * protocol.runs
     assert set(cache) == {("ycsb-a", "heap", "none"), ("ycsb-a", "heap", "timer")}
+
+
+def test_a_strategys_time_over_nones_comes_from_the_same_run() -> None:
+    """The machine-proof track: twice as slow as none reads 2.0 whatever the level."""
+    from bench.bench_scenarios import Scenarios
+
+    cache = {("w", "heap", "none"): {"records_per_s": 400.0},
+             ("w", "heap", "timer"): {"records_per_s": 200.0}}
+    fast_machine = {k: {"records_per_s": 3 * v["records_per_s"]} for k, v in cache.items()}
+    bench = Scenarios()
+    assert bench.track_time_vs_none(cache, "w", "heap", "timer") == 2.0
+    assert bench.track_time_vs_none(fast_machine, "w", "heap", "timer") == 2.0
+    assert bench.track_time_vs_none(cache, "w", "heap", "none") == 1.0
+    with pytest.raises(NotImplementedError):
+        bench.track_time_vs_none(cache, "w", "rocksdb", "timer")

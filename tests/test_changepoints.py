@@ -111,7 +111,8 @@ def _git(repo: Path, *args: str) -> str:
                           check=True, capture_output=True, text=True).stdout.strip()
 
 
-def _asv_folder(tmp: Path, levels: list[list[float]]) -> tuple[Path, Path, list[str]]:
+def _asv_folder(tmp: Path, levels: list[list[float]], unit: str = "ratio",
+                ) -> tuple[Path, Path, list[str]]:
     """A git repository of len(levels) commits and an asv results folder with one result file
     per commit, written by asv's own Results API: a benchmark with parameter op in (a, b, c),
     ``levels[i]`` the values of a and b at commit i, c skipped (NaN) at every commit; and an
@@ -131,7 +132,7 @@ def _asv_folder(tmp: Path, levels: list[list[float]]) -> tuple[Path, Path, list[
         _git(repo, "commit", "--quiet", "--allow-empty", "-m", f"commit {i + 1}")
         hashes.append(_git(repo, "rev-parse", "HEAD"))
     results = tmp / "results"
-    bench = {"name": BENCH, "type": "track", "unit": "ratio", "version": "v1",
+    bench = {"name": BENCH, "type": "track", "unit": unit, "version": "v1",
              "params": [["'a'", "'b'", "'c'"]], "param_names": ["op"]}
     count = {"name": COUNT, "type": "track", "unit": "entries", "version": "v1", "params": [],
              "param_names": []}
@@ -185,6 +186,23 @@ def test_reads_a_real_asv_results_folder_in_the_git_logs_order(
     assert [(p["position"], p["ratio"] < 1) for p in doc["change_points"]] == [(4, True),
                                                                               (7, True)]
     assert "commit dates" in capsys.readouterr().out
+
+
+def test_a_step_in_an_absolute_time_is_shown_but_names_no_commit(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Absolute times are measured minutes apart and move with the machine: their steps are
+    listed, not judged; the commits named come from ratios and exact counts only."""
+    rng = random.Random(SEED)
+    levels = [[2.0 * rng.lognormvariate(0, 0.01) * (1.4 if i >= 5 else 1.0),
+               3.0 * rng.lognormvariate(0, 0.01)] for i in range(8)]
+    repo, results, hashes = _asv_folder(tmp_path, levels, unit="seconds")
+    out = tmp_path / "report.json"
+    assert main([str(results), "--repo", str(repo), "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    judged = {p["benchmark"]: p["judged"] for p in doc["change_points"]}
+    assert judged == {BENCH: False, COUNT: True}
+    assert doc["judged_commits"] == [hashes[2]]  # the exact count's, not the time's
+    assert "no: an absolute time" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("case", "message"), [

@@ -111,3 +111,21 @@ def test_bad_input_is_one_line_and_exit_2(clone: dict, tmp_path: Path, args: lis
     assert done.returncode == 2, done.stdout + done.stderr
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not list(tmp_path.glob("regress-*"))  # nothing written
+
+
+@pytest.mark.slow
+def test_the_full_check_names_an_exact_figure_that_a_commit_changed(clone: dict,
+                                                                    tmp_path: Path) -> None:
+    """A commit that changes what the workload does (here the seed of sessions-churn) changes
+    counts that are exact under the logical clock: named, and failing, however fast it is."""
+    repo: Path = clone["repo"]  # type: ignore[assignment]
+    _checkout(repo, clone["base"])  # type: ignore[arg-type]
+    spec = repo / "workloads" / "specs" / "sessions-churn.toml"
+    spec.write_text(spec.read_text().replace("seed = 3", "seed = 4", 1))
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    changed = P.commit(repo, [], "another seed")
+    done = statebench(repo, "regress", str(clone["base"]), changed, "--full", "--bench",
+                      "scenario/sessions-churn/heap/timer", "--pairs", "2", results=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "scenario/sessions-churn/heap/timer stored_entries" in done.stdout
+    assert ": changed" in done.stdout

@@ -176,7 +176,9 @@ def answer(suite: Suite, req: dict[str, Any]) -> dict[str, Any]:
 def serve(tree: str, scenario: dict[str, Any]) -> None:
     sys.path[0] = tree  # was this script's folder: only the revision's modules are imported
     out = sys.stdout
-    with tempfile.TemporaryDirectory(prefix="statebench-regress-") as root:
+    # in the coordinator's working folder (this process's), which it removes even if this
+    # process is killed before its own cleanup runs
+    with tempfile.TemporaryDirectory(prefix="fixtures-", dir=os.getcwd()) as root:
         suite = Suite(root, scenario)
         try:
             out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")

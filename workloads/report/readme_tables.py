@@ -45,6 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workloads.regress import tables as regress_tables
+
 RESULTS = Path("docs/results")
 #: The workload whose kept runs make the ``sessions-paced`` table (``keep-run`` NAME).
 PACED_WORKLOAD = "sessions-paced"
@@ -481,6 +483,15 @@ TABLES: tuple[Table, ...] = (
           "statebench compare sessions-paced --backend rocksdb,flink-rocksdb && "
           "python -m workloads.report.readme_tables keep-run results/<run-id> sessions-paced",
           ("sessions-paced/",), sessions_paced_table),
+    Table("regress", "Regressions across commits: planted slowdowns found, empty commits",
+          "python -m bench.regress_experiment --runs 10 --out docs/results/regress-quiet.json "
+          "&& python -m bench.regress_experiment --runs 10 --neighbour "
+          "--out docs/results/regress-noisy.json",
+          ("regress-quiet.json", "regress-noisy.json"), regress_tables.detection_table),
+    Table("regress-full", "The full regression check",
+          "python -m bench.regress_experiment --protocol full --runs 3 --planted-runs 1 "
+          "--out docs/results/regress-full.json",
+          ("regress-full.json",), regress_tables.full_table),
 )
 SUITES = {"state-ops": "state-ops.json", "checkpoints": "checkpoints.json",
           "runner": "runner.json"}
