@@ -4,8 +4,10 @@ compare: the main job. Runs the default comparison matrix (statebench's heap and
 backends and Flink's own as reference lanes x every applicable cleanup strategy, on a
 session-churn, a YCSB, a paced processing-time, a Nexmark join and a Nexmark dedup
 workload, in Spark local[*]), writes results/<run-id>/ and renders its self-contained
-report.html.
-report: re-renders a run's report from its stored rows.
+report.html. The folder is written as the comparison goes: one that stops (Ctrl-C, SIGTERM,
+an error) keeps the jobs that finished, marked incomplete in run.json.
+report: re-renders a run's report from its stored rows (and says so when the run is
+incomplete).
 """
 
 from __future__ import annotations
@@ -70,12 +72,14 @@ def _run_dir(text: str) -> Path:
 
 def compare_command(args: argparse.Namespace) -> int:
     from workloads.cli.checks import non_empty, writable_dir
+    from workloads.cli.display import summary_table
     from workloads.cli.lifecycle import command_scope
-    from workloads.cli.run import refuse_empty_run, refuse_long_schedule, summary_table
+    from workloads.cli.run import refuse_empty_run, refuse_long_schedule, say_kept
     from workloads.report import render_report
     from workloads.results.store import RunExistsError, run_dir_free
     from workloads.run import run_tempdirs
     from workloads.run.compare import (
+        ComparisonFolder,
         comparison_configs,
         default_backends,
         default_specs,
@@ -118,13 +122,19 @@ def compare_command(args: argparse.Namespace) -> int:
         raise CliError(f"--results-dir {args.results_dir}: {exc}") from None
     progress = Progress(planned_jobs(configs), "compare")  # a bar with ETA, or log lines
     step, close = progress.step, progress.close
+    folder = ComparisonFolder(configs, args.results_dir)  # written as each job finishes
     with command_scope(args.results_dir):  # no process or folder of the run outlives it
         try:
-            outcomes = run_comparison(configs, master=args.master, in_process=args.in_process,
-                                      on_job=step)
-        finally:
-            close()
-        run_dir = write_comparison(outcomes, args.results_dir)
+            try:
+                outcomes = run_comparison(configs, master=args.master,
+                                          in_process=args.in_process, on_job=step,
+                                          on_result=folder.save)
+            finally:
+                close()
+            run_dir = write_comparison(outcomes, args.results_dir, folder)  # complete
+        except BaseException:
+            say_kept(folder.kept())
+            raise
         report = render_report(run_dir)
     for outcome in outcomes:
         print(f"\n{outcome.config.spec.name}")
@@ -136,11 +146,13 @@ def compare_command(args: argparse.Namespace) -> int:
 def report_command(args: argparse.Namespace) -> int:
     from workloads.cli.checks import writable_file
     from workloads.cli.diff import refuse_clobber
+    from workloads.cli.run import warn_incomplete
     from workloads.report import render_report
 
     run_dir = _run_dir(args.run_dir)
     refuse_clobber("-o", args.output, [run_dir])
     output = writable_file("-o", args.output) if args.output is not None else None
     out = render_report(run_dir, output)
+    warn_incomplete(run_dir)
     print(out)
     return 0

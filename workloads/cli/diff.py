@@ -4,7 +4,8 @@ Every number of A and B with the ratio B/A. Counted numbers (entries, bytes, che
 under a logical clock) read "equal" or "different"; timings are coloured only when both runs
 have enough repetitions and an exact Mann-Whitney U test at ``--alpha`` rejects "no change",
 otherwise they are grey with the reason. A banner says when the two runs' machines, CPU counts,
-Spark masters or library versions differ.
+Spark masters or library versions differ, and a line when a side is an incomplete run (one
+that stopped early: its unfinished scenarios read "n/a (not run ...)").
 
 With ``--rerun``, both stored configurations are run again with the current code, alternately
 (A B A B ...) for ``--rounds`` rounds, and the rounds are diffed: drift on the machine hits
@@ -59,6 +60,7 @@ def refuse_clobber(option: str, output: str | Path | None, run_dirs: list[Path])
 
 
 def diff_command(args: argparse.Namespace) -> int:
+    from workloads.cli.run import warn_incomplete
     from workloads.report.diff import summary_lines, write_diff_page
     from workloads.report.load import load_run
     from workloads.report.verdict import Side
@@ -73,6 +75,8 @@ def diff_command(args: argparse.Namespace) -> int:
         return _rerun(run_a, run_b, args)
     a, b = Side.of("A", load_run(run_a)), Side.of("B", load_run(run_b))
     out = write_diff_page(a, b, args.output or run_b / "diff.html", args.alpha)
+    for side, run_dir in (("A ", run_a), ("B ", run_b)):  # a run that stopped early
+        warn_incomplete(run_dir, side)
     for line in summary_lines(a, b, ("records_per_s", "job_records_per_s"), args.alpha):
         print(line)
     print(out)

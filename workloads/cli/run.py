@@ -2,7 +2,9 @@
 
 Runs inside Spark (default master ``local[*]``, any cluster with ``--master``) or in this
 process (``--in-process``), writes ``<results-dir>/<run-id>/rows.parquet`` and ``run.json``,
-renders ``report.html`` next to them, and prints a summary table.
+renders ``report.html`` next to them, and prints a summary table. The folder is written as
+the run goes: a run that stops (Ctrl-C, SIGTERM, an error) keeps the jobs that finished,
+marked incomplete in run.json.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from workloads import limits
 from workloads.cli.checks import bounded
 from workloads.cli.options import CliError, joined, positive
 from workloads.cli.progress import Progress
-from workloads.results.store import DEFAULT_RESULTS_DIR, write_run
+from workloads.results.store import DEFAULT_RESULTS_DIR, RunFolder, write_run
 from workloads.results.summaries import STORED_ENTRIES, summaries
 from workloads.run.engines import make_engine
 from workloads.run.plan import RunConfig, RunOutcome, plan_scenarios
@@ -250,24 +252,48 @@ def _run_checked(args: argparse.Namespace, cfg: RunConfig) -> int:
 
     checkpoints = (run_tempdirs.temp_dir("statebench-checkpoints-") if args.checkpoint_dir is None
                    else contextlib.nullcontext(args.checkpoint_dir))
-    with checkpoints as checkpoint_root:
-        cfg = dataclasses.replace(cfg, checkpoint_root=checkpoint_root)
-        runnable, _ = plan_scenarios(cfg)
-        progress = Progress(len(runnable) * cfg.repetitions, cfg.spec.name,  # bar or log lines
-                            events=_events(cfg), min_job_s=_least_job_s(cfg))
-        step, close = progress.step, progress.close
-        try:
-            engine = make_engine(args.in_process, args.master)
-            if hasattr(engine, "on_progress"):  # an engine that sees inside its jobs
-                engine.on_progress = progress.within
-            outcome = run(cfg, engine, on_job=step)
-        finally:
-            close()
-    run_dir = write_run(outcome, args.results_dir)
+    folder = RunFolder(cfg.run_id, args.results_dir)  # written as each job finishes
+    try:
+        with checkpoints as checkpoint_root:
+            cfg = dataclasses.replace(cfg, checkpoint_root=checkpoint_root)
+            runnable, _ = plan_scenarios(cfg)
+            progress = Progress(len(runnable) * cfg.repetitions, cfg.spec.name,  # bar or lines
+                                events=_events(cfg), min_job_s=_least_job_s(cfg))
+            step, close = progress.step, progress.close
+            try:
+                engine = make_engine(args.in_process, args.master)
+                if hasattr(engine, "on_progress"):  # an engine that sees inside its jobs
+                    engine.on_progress = progress.within
+                outcome = run(cfg, engine, on_job=step, on_result=folder.save)
+            finally:
+                close()
+        run_dir = write_run(outcome, args.results_dir, folder)  # the whole run: complete
+    except BaseException:
+        say_kept(folder.kept())
+        raise
     report = None if args.no_report else _render(run_dir)
     print(summary_table(outcome))
     print(f"\nresults: {run_dir}" + (f"\nreport:  {report}" if report else ""))
     return 0
+
+
+def say_kept(line: str | None) -> None:
+    """Before the error or "interrupted" line: what a stopped run's folder kept, and where."""
+    if line is not None:
+        print(f"statebench: {line}", file=sys.stderr)
+
+
+def warn_incomplete(run_dir: Path, side: str = "") -> None:
+    """One line when ``run_dir``'s run.json says the run did not finish: "incomplete run: N of
+    M scenarios finished (...)"; its unfinished scenarios read "n/a (not run ...)" on the
+    page (``workloads.report.load``), and only what finished is shown."""
+    from workloads.report.load import read_meta
+    from workloads.results.completion import incomplete_line
+
+    line = incomplete_line(read_meta(run_dir))
+    if line is not None:
+        print(f"statebench: warning: {side}{run_dir}: {line}; only what finished is shown",
+              file=sys.stderr)
 
 
 def _events(cfg: RunConfig) -> int | None:

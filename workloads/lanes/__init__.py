@@ -8,7 +8,7 @@ lanes to :data:`LANES`.
 
 from __future__ import annotations
 
-from workloads.lanes.base import ENGINES, Lane, RunView
+from workloads.lanes.base import ENGINE_TITLES, ENGINES, EngineTitle, Lane, RunView
 from workloads.lanes.flink import FLINK_LANES
 from workloads.lanes.flink_sql import FLINK_SQL_LANES
 from workloads.lanes.spark_sql import SPARK_SQL_LANES
@@ -22,7 +22,8 @@ LANES: dict[str, Lane] = {lane.name: lane for lane in (*STATEBENCH_LANES, *FLINK
 #: Every backend a run accepts.
 RUN_BACKENDS: tuple[str, ...] = tuple(LANES)
 
-__all__ = ["ENGINES", "LANES", "RUN_BACKENDS", "Lane", "RunView", "engine_of", "lane"]
+__all__ = ["ENGINES", "ENGINE_TITLES", "LANES", "RUN_BACKENDS", "EngineTitle", "Lane", "RunView",
+           "engine_of", "lane"]
 
 
 def lane(name: str) -> Lane:

@@ -21,6 +21,7 @@ Two ways to run a job:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -30,6 +31,26 @@ from workloads.spec import WorkloadSpec
 
 #: The engines lanes belong to. The report's decision table treats each engine's lanes apart.
 ENGINES = ("statebench", "flink", "flink-sql", "spark")
+
+
+@dataclass(frozen=True)
+class EngineTitle:
+    """How the report and the CLI name an engine (``title``: "Spark's lanes") and what its
+    lanes are, in a few words (``lanes``: why its numbers are not ranked against another
+    engine's)."""
+
+    title: str
+    lanes: str
+
+
+#: Every engine of :data:`ENGINES` by name: the one place a sentence takes an engine's name
+#: from (never from a lane's name).
+ENGINE_TITLES: Mapping[str, EngineTitle] = {
+    "statebench": EngineTitle("statebench", "Python lanes"),
+    "flink": EngineTitle("Flink", "JVM keyed-state backends"),
+    "flink-sql": EngineTitle("Flink SQL", "real jobs"),
+    "spark": EngineTitle("Spark", "Structured Streaming queries"),
+}
 
 
 class RunView(Protocol):

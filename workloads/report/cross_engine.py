@@ -18,14 +18,17 @@ from html import escape
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from workloads.report.engines import engine_of
 from workloads.report.figures import Chart, slug
 from workloads.report.load import Run, ScenarioKey, backend_label
 from workloads.report.stats import stat
 from workloads.report.tables import metric_class, stat_cell, unit_of
 from workloads.report.template import chart_html
 
-#: Lane name prefixes of each side.
+#: Each side: Flink SQL's engine (its lanes: ``flink-sql``, ``flink-sql-heap``), and Spark's
+#: lane that runs an ``[operator]`` spec's query (the lane registry's, ``workloads.lanes``).
 FLINK_SQL = "flink-sql"
+SPARK = "spark"
 SPARK_SQL = "spark-sql"
 
 
@@ -60,13 +63,17 @@ MEASURES = (
 )
 
 
-def _keys(run: Run, workload: str, prefix: str) -> list[ScenarioKey]:
+def _keys(run: Run, workload: str, side: str) -> list[ScenarioKey]:
+    """The scenarios of one side: Flink SQL's engine's lanes, or the ``spark-sql`` lane."""
+    def on_side(backend: str) -> bool:
+        return backend == SPARK_SQL if side == SPARK else engine_of(backend) == side
+
     return [k for k in run.scenarios(workload)
-            if k.backend.startswith(prefix) and k not in run.not_applicable]
+            if on_side(k.backend) and k not in run.not_applicable]
 
 
 def _metric(key: ScenarioKey, measure: Measure) -> str:
-    return measure.spark if key.backend.startswith("spark-") else measure.flink
+    return measure.spark if engine_of(key.backend) == SPARK else measure.flink
 
 
 def _table(run: Run, workload: str, keys: list[ScenarioKey]) -> str:
@@ -102,8 +109,8 @@ def _figure(run: Run, workload: str, keys: list[ScenarioKey]) -> Chart:
             s = stat(run, key, _metric(key, m))
             values.append(None if s is None else s.center)
         fig.add_trace(go.Bar(x=labels, y=values, name=m.title, showlegend=False,
-                             marker_color=["#1f77b4" if k.backend.startswith("flink-")
-                                           else "#ff7f0e" for k in keys]), row=1, col=col)
+                             marker_color=["#ff7f0e" if engine_of(k.backend) == SPARK
+                                           else "#1f77b4" for k in keys]), row=1, col=col)
     fig.update_layout(height=360, margin={"t": 40, "b": 80})
     return Chart(f"cross-engine-{slug(workload)}", f"{workload}: Flink SQL and Spark",
                  "Each engine's own measure (the table names them); blue Flink SQL, orange "
@@ -115,7 +122,7 @@ def cross_engine_html(run: Run) -> str | None:
     (None when there is none)."""
     parts = []
     for workload in run.workloads:
-        flink, spark = _keys(run, workload, FLINK_SQL), _keys(run, workload, SPARK_SQL)
+        flink, spark = _keys(run, workload, FLINK_SQL), _keys(run, workload, SPARK)
         if not flink or not spark:
             continue
         keys = flink + spark

@@ -27,7 +27,9 @@ number (``metrics.class_of``):
 
 Otherwise the cell says which strategies it cannot tell apart, and why. Strategies are compared
 inside one backend; backends only inside one engine (statebench's Python lanes, Flink's JVM
-lanes): a Flink lane is context for statebench's, never ranked against it.
+backends, Flink SQL's jobs, Spark's streaming queries: each lane's engine is the lane
+registry's, ``workloads.report.engines``): another engine's lane is context for statebench's,
+never ranked against it. A recommendation claims only what its cells decided.
 """
 
 from __future__ import annotations
@@ -38,9 +40,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from workloads.report.checkpoint_noise import layout_noise
+from workloads.report.engines import engine_lanes, engine_of, engine_order, possessive
 from workloads.report.findings import Sentence
 from workloads.report.fmt import TIMES, compare_phrase, connector, fmt_value
-from workloads.report.load import Run, ScenarioKey, backend_label, is_reference
+from workloads.report.load import Run, ScenarioKey, backend_label
 from workloads.report.metrics import (
     CHECKPOINT_SIZE_METRICS,
     STORED_ENTRIES,
@@ -59,6 +62,7 @@ from workloads.report.significance import (
 )
 from workloads.report.stats import Stat, stat
 from workloads.report.verdict import ALPHA, compare_scenarios
+from workloads.results.summaries import repetition_values
 
 BASELINE = "none"
 #: The share of an operator's outputs its TTL changed (``workloads.operators.results``).
@@ -68,8 +72,10 @@ TTL_SWEEP = "ttl"
 #: Configurations a tie names before it counts them instead.
 MAX_NAMED = 3
 THROUGHPUT = ("records_per_s",)
-#: Peak state: entries held (live + expired), else the physical footprint.
-PEAK_STATE = (STORED_ENTRIES, "physical_bytes")
+#: Peak state: entries held (live + expired), else the physical footprint, else what a real
+#: engine's lane counts of its state: Spark's state store rows (``numRowsTotal``), RocksDB's
+#: estimate of its keys (a Flink SQL job). Each is named in its cell: they are not entries.
+PEAK_STATE = (STORED_ENTRIES, "physical_bytes", "state_rows", "estimated_entries")
 #: Checkpoint size: what each checkpoint uploads, else its full size.
 CHECKPOINT = ("checkpoint_uploaded_bytes", "checkpoint_bytes")
 #: The table's columns: (id, heading, metrics in order of preference).
@@ -77,13 +83,6 @@ COLUMNS = (
     ("fastest", "Fastest", THROUGHPUT),
     ("state", "Smallest peak state", PEAK_STATE),
     ("checkpoint", "Smallest checkpoint", CHECKPOINT),
-)
-#: Engines in page order: (name, heading, whether its lanes are Flink's reference lanes).
-ENGINES = (
-    ("statebench", "statebench (Python lanes)", False),
-    ("flink", "Flink (JVM lanes): context for statebench's, not ranked against them", True),
-    ("spark", "Spark (Structured Streaming lanes): its own engine, not ranked against the others",
-     True),
 )
 
 
@@ -150,13 +149,11 @@ def _scenario_class(run: Run, key: ScenarioKey, metric: str) -> MetricClass:
 
 
 def _repetitions(run: Run, key: ScenarioKey, metric: str) -> np.ndarray | None:
-    """A metric's values per repetition, or None when the run holds one number (a peak over
-    logical time, a median over checkpoints)."""
+    """A metric's number per repetition (a summary metric's values; a peak or a median over
+    checkpoints of every repetition that wrote its own series), or None when the run holds
+    one number (a series or checkpoints of repetition 0 only)."""
     samples = run.get(key, metric)
-    if samples is None or samples.kind != "summary":
-        return None
-    values = samples.values[np.isfinite(samples.values)]
-    return values if values.size else None
+    return None if samples is None else repetition_values(samples)
 
 
 def _ratio(a: Stat, b: Stat) -> float | None:
@@ -288,9 +285,25 @@ def _returned_expired(run: Run, key: ScenarioKey) -> bool:
 
 def _what(metric: str) -> str:
     return {STORED_ENTRIES: "stored entries", "physical_bytes": "physical bytes",
+            "state_rows": "state store rows", "estimated_entries": "estimated entries",
             "records_per_s": "throughput",
             "checkpoint_uploaded_bytes": "bytes uploaded per checkpoint",
             "checkpoint_bytes": "checkpoint bytes"}.get(metric, spec_for(metric).label)
+
+
+#: Units of amounts (less is "fewer"), not rates or durations.
+_AMOUNTS = ("entries", "bytes", "rows", "count")
+
+
+def _amount(metric: str, value: float) -> str:
+    """A cell's number: "105 k", "9.62 MB"; an amount that is not stored entries and whose unit
+    does not say what it is names its quantity ("487 state store rows", "1.2 k estimated
+    entries"), so nobody reads a real engine's count as statebench's entries."""
+    unit = spec_for(metric).unit
+    number = fmt_value(value, unit)
+    if metric == STORED_ENTRIES or unit in ("bytes", "records/s", "ops/s", "us", "ms", "share"):
+        return number
+    return f"{number} {_what(metric)}"
 
 
 def _cost(run: Run, rec: ScenarioKey, base: ScenarioKey, metric: str, s: Sentence) -> None:
@@ -302,7 +315,7 @@ def _cost(run: Run, rec: ScenarioKey, base: ScenarioKey, metric: str, s: Sentenc
     found = separations(run, [(base, rec, metric)])[0]
     noun = _what(metric)
     if found.separated:
-        down = "fewer" if spec_for(metric).unit in ("entries", "bytes") else "lower"
+        down = "fewer" if spec_for(metric).unit in _AMOUNTS else "lower"
         s.t(f"; {compare_phrase(b.center, a.center, noun, down=down)}")
     else:
         s.t(f"; {noun}: no difference the evidence separates")
@@ -336,23 +349,40 @@ def recommend(run: Run, keys: list[ScenarioKey], picks: dict[str, Pick | None]
         return None, Sentence().t("No recommendation: the evidence does not separate any "
                                   "strategy's peak state from ").b(BASELINE).t(
                                       f"'s ({state.why}).")
+    if not state.decided:  # (no baseline ran: nothing it could be set against either)
+        return None, Sentence().t("No recommendation: the evidence does not separate the "
+                                  f"strategies' peak state ({state.why}).")
     tp = {k: stat(run, k, "records_per_s") for k in leaders}
     rec = max(leaders, key=lambda k: -1.0 if tp[k] is None else tp[k].center)  # type: ignore[union-attr]
     s = Sentence().b(rec.strategy)
     if len(leaders) > 1:
         s.t(f" (the fastest of {', '.join(k.strategy for k in leaders)}, whose peak state the "
             "evidence does not separate)")
+    what = _what(state.metric)
     if base is None:
-        s.t(f" keeps the smallest peak state ({state.why})")
+        behind = _and([k.strategy for k, _ in state.behind])
+        lead = _amount(state.metric, state.value.center)
+        # a leader alone: the evidence that separates it; a group's why is about its tie
+        evidence = f" ({state.why})" if state.separated else ""
+        if rec == state.best:  # the leader: its number is the smallest
+            s.t(f" keeps the smallest peak state ({lead}), ahead of {behind}{evidence}")
+        else:  # in the leading group, not its leader: never "the smallest"
+            s.t(" is in the group with the smallest peak state, led by ").b(state.best.strategy)
+            s.t(f" ({lead}), ahead of {behind}")
         _results_cost(run, rec, s)
         return rec, s.t(".")
     mine, theirs = stat(run, rec, state.metric), stat(run, base, state.metric)
-    what = _what(state.metric)
-    if mine is not None and theirs is not None:
+    # the leader is separated from none (none is behind it); a tied leader is tested itself
+    against = None if rec == state.best else separations(run, [(base, rec, state.metric)])[0]
+    if mine is not None and theirs is not None and (against is None or against.separated):
+        unit = spec_for(state.metric).unit
         s.t(f" keeps {compare_phrase(mine.center, theirs.center, what, down='fewer')}"
             f"{connector(mine.center, theirs.center)}").b(BASELINE)
-        s.t(f" ({fmt_value(mine.center, spec_for(state.metric).unit)} vs "
-            f"{fmt_value(theirs.center, spec_for(state.metric).unit)})")
+        s.t(f" ({fmt_value(mine.center, unit)} vs {fmt_value(theirs.center, unit)})")
+    elif against is not None:  # in the leading group, yet not itself told from none's
+        s.t(" is in the group with the smallest peak state, led by ").b(state.best.strategy)
+        s.t(f"; its own {what} the evidence does not separate from ").b(BASELINE)
+        s.t(f"'s ({against.why})")
     _results_cost(run, rec, s)
     _cost(run, rec, base, "records_per_s", s)
     checkpoint = picks.get("checkpoint")
@@ -416,6 +446,9 @@ def sweep_tradeoff(run: Run, keys: list[ScenarioKey], state: Pick
         s.t(", against ").b(BASELINE).t(f"'s {fmt_value(theirs.center, unit)} {what}")
     if not clean:
         return None, s.t(". Every TTL swept changed outputs: pick by how many a job can take.")
+    if not state.decided:  # no TTL's state told from another's: no "smallest" to name
+        return None, s.t(". The evidence does not separate the peak state of these "
+                         f"strategies ({state.why}): no smallest state to recommend.")
     rec = min(clean, key=lambda c: c[0])[1]
     return rec, s.t(". The smallest state that changes no output: ").b(rec.strategy).t(".")
 
@@ -431,17 +464,11 @@ def decide(run: Run, workload: str, backend: str) -> BackendDecision | None:
     return BackendDecision(backend, picks, rec, sentence)
 
 
-def engine_of(backend: str) -> str:
-    """The engine whose rows a backend's decision joins (lanes by name, as ``load`` reads them)."""
-    if backend.startswith("spark-"):
-        return "spark"
-    return "flink" if is_reference(backend) else "statebench"
-
-
 def decisions(run: Run, workload: str) -> dict[str, list[BackendDecision]]:
-    """Rows per engine, in page order (engines without a backend in the run left out)."""
+    """Rows per engine (the lane registry's, ``workloads.report.engines``), in page order
+    (engines without a backend in the run left out)."""
     out: dict[str, list[BackendDecision]] = {}
-    for engine, _, _ in ENGINES:
+    for engine in engine_order(run.backends):
         rows = [d for b in run.backends if engine_of(b) == engine
                 if (d := decide(run, workload, b)) is not None]
         if rows:
@@ -465,23 +492,24 @@ def ttl_headline(run: Run, workload: str) -> Sentence | None:
 
 def fastest_per_engine(run: Run, workload: str) -> Sentence | None:
     """Like with like: the fastest configuration of each engine over its own lanes (each
-    separated from its runner-up or not), the other engine as context, never one ranking."""
+    separated from its runner-up or not), each engine named as the lane registry names it
+    (statebench's first, the others as context), never one ranking."""
     parts = []
-    for engine, heading, _ in ENGINES:
-        keys = [k for k in run.scenarios(workload)
-                if engine_of(k.backend) == engine and k not in run.not_applicable]
+    keys_of = [k for k in run.scenarios(workload) if k not in run.not_applicable]
+    for engine in engine_order(k.backend for k in keys_of):
+        keys = [k for k in keys_of if engine_of(k.backend) == engine]
         found = pick(run, keys, THROUGHPUT) if keys else None
         if found is not None:
-            parts.append((engine, heading, found))
+            parts.append((engine, found))
     if not parts:
         return None
     s = Sentence()
-    for i, (engine, _, found) in enumerate(parts):
+    for i, (engine, found) in enumerate(parts):
         lead = f"{found.best.backend}/{found.best.strategy}"
         if i == 0:
-            s.t(f"Fastest on {'statebench' if engine == 'statebench' else 'Flink'}'s lanes: ")
+            s.t(f"Fastest on {possessive(engine)} lanes: ")
         else:
-            s.t(f"; for context, on {'Flink' if engine == 'flink' else 'statebench'}'s: ")
+            s.t(f"; for context, on {possessive(engine)}: ")
         s.b(lead).t(f" ({fmt_value(found.value.center, 'records/s')}")
         if found.tied:
             tied = (", ".join(f"{k.backend}/{k.strategy}" for k in found.tied)
@@ -489,8 +517,9 @@ def fastest_per_engine(run: Run, workload: str) -> Sentence | None:
             s.t(f"; not separated from {tied}: {found.why}")
         s.t(")")
     if len(parts) > 1:
-        s.t(". The engines are not ranked against each other: Python and JVM lanes differ for "
-            "reasons that are not the TTL strategy.")
+        s.t(f". The engines are not ranked against each other: "
+            f"{_and([engine_lanes(engine) for engine, _ in parts])} differ for reasons that "
+            "are not the TTL strategy.")
     else:
         s.t(".")
     return s
@@ -510,7 +539,8 @@ def repetitions_hint(run: Run, workload: str) -> Sentence | None:
     """One line when a cell could not test throughput because the run has too few
     repetitions for its exact test (3 unpaired: smallest p 0.1; 3 paired rounds: 0.25)."""
     short = [d for rows in decisions(run, workload).values() for d in rows
-             for p in d.picks.values() if p is not None and "cannot reach p<" in p.why]
+             for p in d.picks.values()  # (its words are about throughput, timed)
+             if p is not None and p.metric in THROUGHPUT and "cannot reach p<" in p.why]
     if not short:
         return None
     paired = round_orders(run, workload) is not None
@@ -543,8 +573,7 @@ def cell_text(found: Pick | None) -> tuple[str, bool, str]:
     incremental(5, false) 2.4x". ``separated``: the leader stands alone."""
     if found is None:
         return "not measured", False, ""
-    unit = spec_for(found.metric).unit
-    number = fmt_value(found.value.center, unit)
+    number = _amount(found.metric, found.value.center)
     if found.contenders == 1:
         return f"only {found.best.strategy} ran ({number})", False, "nothing to compare"
     if not found.decided:

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from workloads.report.checkpoint_noise import layout_noise
+from workloads.report.engines import OWN, engine_of, engine_order, possessive
 from workloads.report.fmt import DASH, compare_phrase, connector, fmt_value, si
-from workloads.report.load import Run, ScenarioKey, backend_label, is_reference
+from workloads.report.load import Run, ScenarioKey, backend_label
 from workloads.report.metrics import STORED_ENTRIES, TIMING_DEPENDENT
 from workloads.report.runinfo import TTL_DB, is_paced, paced_note, rocksdb_options, sweep
 from workloads.report.stats import Stat, compaction_marks, pareto_front, pareto_points, stat
@@ -104,28 +105,45 @@ def _throughput(run: Run, backend: str, keys: list[ScenarioKey]) -> list[Sentenc
     return [s]
 
 
+#: What a backend counts of its state, in order of preference, and how a sentence names it:
+#: statebench's and Flink's entries, else a real engine's own count (Spark's state store rows,
+#: RocksDB's key estimate in a Flink SQL job), never called entries when it is not.
+STATE_COUNTS = ((STORED_ENTRIES, "entries (live + expired)"), ("live_entries", "live entries"),
+                ("state_rows", "state store rows"), ("estimated_entries", "estimated entries"))
+
+
+def _state_count(run: Run, keys: list[ScenarioKey]) -> tuple[str, str, dict[ScenarioKey, Stat]]:
+    """(metric, its name, its stats): the first count two strategies measured, else the first
+    any measured."""
+    found = [(m, what, _stats(run, keys, m)) for m, what in STATE_COUNTS]
+    return next((f for f in found if len(f[2]) > 1), None) or next(
+        (f for f in found if f[2]), (STORED_ENTRIES, "", {}))
+
+
 def _state(run: Run, backend: str, keys: list[ScenarioKey]) -> list[Sentence]:
-    metric = STORED_ENTRIES
-    entries = _stats(run, keys, metric)
-    if len(entries) < 2:
-        metric = "live_entries"
-        entries = _stats(run, keys, metric)
+    metric, what, entries = _state_count(run, keys)
     if not entries:
         return []
+    unit = run.units.get(metric, "entries")
     best = min(entries, key=lambda k: entries[k].center)
     worst = max(entries, key=lambda k: entries[k].center)
     base = _baseline(entries, worst)
-    what = "entries (live + expired)" if metric == STORED_ENTRIES else "live entries"
-    s = Sentence().t(f"On {backend}, ").b(best.strategy).t(" keeps the smallest peak state")
+    tied = [k for k in entries if k != best and entries[k].center == entries[best].center]
+    s = Sentence().t(f"On {backend}, ").b(best.strategy)
+    if tied:  # equal numbers: none of them is "the" smallest
+        s.t(" and ").b(", ".join(k.strategy for k in tied)).t(" keep the same smallest peak "
+                                                              "state")
+    else:
+        s.t(" keeps the smallest peak state")
     out = [s]
-    if best == base:
-        s.t(f" ({fmt_value(entries[best].center, 'entries')} {what}); no strategy shrank it.")
+    if best == base or base in tied:
+        s.t(f" ({fmt_value(entries[best].center, unit)} {what}); no strategy shrank it.")
     else:
         e_best, e_base = entries[best].center, entries[base].center
         s.t(f": {compare_phrase(e_best, e_base, what, down='fewer')}{connector(e_best, e_base)}")
         s.b(base.strategy)
-        s.t(f" ({fmt_value(entries[best].center, 'entries')} vs ")
-        s.t(f"{fmt_value(entries[base].center, 'entries')})")
+        s.t(f" ({fmt_value(entries[best].center, unit)} vs ")
+        s.t(f"{fmt_value(entries[base].center, unit)})")
         pb, pr = stat(run, best, "physical_bytes"), stat(run, base, "physical_bytes")
         if pb is not None and pr is not None and pb.center != pr.center:
             phrase = compare_phrase(pb.center, pr.center, "physical bytes", "more", "fewer")
@@ -210,20 +228,21 @@ def _correctness(run: Run, backend: str, keys: list[ScenarioKey]) -> list[Senten
 
 
 def _pareto(run: Run, workload: str) -> list[Sentence]:
-    """The Pareto-optimal configurations for throughput vs peak bytes, per engine: statebench's
-    Python lanes and Flink's JVM lanes each against their own (never one front over both)."""
+    """The Pareto-optimal configurations for throughput vs peak bytes, per engine (the lane
+    registry's): statebench's Python lanes and every other engine's lanes each against their
+    own (never one front over two engines)."""
     metric, points = pareto_points(run, workload)
     if not points:
         return []
     out = []
-    engines = (("statebench's lanes", False), ("Flink's lanes (context)", True))
-    for name, reference in engines:
-        mine = [p for p in points if is_reference(p.key.backend) == reference]
-        if not mine:
-            continue
+    engines = engine_order(p.key.backend for p in points)
+    for engine in engines:
+        mine = [p for p in points if engine_of(p.key.backend) == engine]
         front = pareto_front([(p.peak_bytes, p.throughput.center) for p in mine])
+        context = " (context)" if engine != OWN and OWN in engines else ""
         s = Sentence().t(f"Pareto-optimal for throughput vs peak "
-                         f"{str(metric).replace('_', ' ')} on {name}: ")
+                         f"{str(metric).replace('_', ' ')} on {possessive(engine)} lanes"
+                         f"{context}: ")
         for i, p in enumerate(q for q, optimal in zip(mine, front) if optimal):
             s.t(", " if i else "").b(f"{p.key.backend}/{p.key.strategy}")
         out.append(s.t("."))

@@ -12,7 +12,6 @@ from html import escape
 
 from workloads.report.decision import (
     COLUMNS,
-    ENGINES,
     Pick,
     cell_text,
     decisions,
@@ -20,6 +19,7 @@ from workloads.report.decision import (
     repetitions_hint,
     ttl_headline,
 )
+from workloads.report.engines import engine_heading
 from workloads.report.figures import slug
 from workloads.report.findings import Sentence, checks, findings
 from workloads.report.fmt import MISSING
@@ -55,12 +55,10 @@ def decision_table(run: Run, workload: str) -> str:
         return ""
     head = "".join(f"<th>{escape(title)}</th>" for _, title, _ in COLUMNS)
     body = []
-    for engine, heading, _ in ENGINES:
-        if engine not in rows:
-            continue
-        body.append(f'<tr class="engine" data-engine="{engine}">'
-                    f'<th colspan="{len(COLUMNS) + 2}">{escape(heading)}</th></tr>')
-        for row in rows[engine]:
+    for engine, engine_rows in rows.items():  # the engines in page order
+        body.append(f'<tr class="engine" data-engine="{escape(engine)}">'
+                    f'<th colspan="{len(COLUMNS) + 2}">{escape(engine_heading(engine))}</th></tr>')
+        for row in engine_rows:
             cells = "".join(_cell(column, row.picks[column]) for column, _, _ in COLUMNS)
             body.append(
                 f'<tr data-backend="{escape(row.backend)}"><th>{escape(backend_label(row.backend))}'

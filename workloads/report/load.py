@@ -3,8 +3,8 @@
 The rows table is tidy and may hold per-task rows, task=-1 totals, or both.  Everything
 downstream (tables, plots, findings, diffs) wants exactly one job-wide number per step, so this
 module groups them by scenario and metric; how rows collapse to one value per step (the task=-1
-total, else the tasks combined) is ``workloads.results.summaries.collapse``, shared with the CLI
-and asv.
+total, else the tasks combined), each repetition apart, is
+``workloads.results.summaries.samples_of``, shared with the CLI and asv.
 """
 
 from __future__ import annotations
@@ -19,39 +19,28 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from workloads.report.engines import backend_label, is_reference
 from workloads.report.metrics import spec_for
+from workloads.results.completion import NOT_RUN, incomplete
 from workloads.results.summaries import (
     NOT_APPLICABLE,
     STORED_ENTRIES,
     Samples,
     ScenarioKey,
-    collapse,
-    metric_kind,
+    samples_of,
     stored_entries,
 )
+
+__all__ = ["Run", "RunFolderError", "Samples", "ScenarioKey", "backend_label", "check_run_folder",
+           "is_reference", "load_run", "ordered", "read_meta", "with_references"]
 
 #: Preferred display orders; anything else found in a run is appended alphabetically.
 STRATEGY_ORDER = ("none", "full_snapshot", "incremental", "compaction_filter", "timer")
 BACKEND_ORDER = ("heap", "flink-heap", "rocksdb", "flink-rocksdb")
-#: Backends named so are Flink's own state backends, run as reference lanes beside statebench's.
+#: A Flink lane named after the statebench backend it mirrors (``flink-heap`` beside ``heap``):
+#: only the order of a table's rows follows the name; the engine is the lane registry's
+#: (``workloads.report.engines``).
 REFERENCE_PREFIX = "flink-"
-REFERENCE_LABEL = "Flink (reference)"
-#: Every real engine's lanes by name prefix, and how tables name them (``workloads.lanes``).
-ENGINE_PREFIXES = {REFERENCE_PREFIX: REFERENCE_LABEL, "spark-": "Spark (reference)"}
-
-
-def is_reference(backend: str) -> bool:
-    """True for a real engine's lane (Flink's ``flink-heap``, ``flink-sql``, ...; Spark's
-    ``spark-tws``, ``spark-sql``), false for statebench's own backends."""
-    return backend.startswith(tuple(ENGINE_PREFIXES))
-
-
-def backend_label(backend: str) -> str:
-    """How tables, charts and findings name a backend: a Flink lane says it is the reference,
-    so nobody reads Flink's numbers as statebench's."""
-    label = next((text for prefix, text in ENGINE_PREFIXES.items()
-                  if backend.startswith(prefix)), None)
-    return backend if label is None else f"{backend} · {label}"
 
 
 def with_references(backends: list[str]) -> list[str]:
@@ -80,6 +69,9 @@ class Run:
     workloads: list[str] = field(default_factory=list)
     backends: list[str] = field(default_factory=list)
     strategies: list[str] = field(default_factory=list)
+    #: "incomplete run: N of M scenarios finished (...)" when run.json says the run stopped
+    #: before every job finished (``workloads.results.completion``), else None
+    incomplete: str | None = None
 
     @property
     def run_id(self) -> str:
@@ -261,10 +253,7 @@ def load_run(run_dir: str | Path) -> Run:
     for (key, metric), rows in grouped.items():
         if key in run.not_applicable:
             continue
-        unit = run.units[metric]
-        steps, times, values = collapse(unit, rows)
-        kind = metric_kind(metric, [r[2] for r in rows])
-        run.samples.setdefault(key, {})[metric] = Samples(kind, unit, steps, times, values)
+        run.samples.setdefault(key, {})[metric] = samples_of(metric, run.units[metric], rows)
 
     # A scenario whose rows were all null still ran: keep it so every cell shows "—".
     for key in seen - set(run.not_applicable):
@@ -283,6 +272,15 @@ def load_run(run_dir: str | Path) -> Run:
             key = ScenarioKey(workload, backend, strategy)
             if key not in run.samples:
                 run.not_applicable.setdefault(key, reason)
+
+    # an incomplete run: the scenarios it never ran read "not run", not missing in silence
+    stopped = incomplete(meta)
+    if stopped is not None:
+        run.incomplete = stopped.line()
+        for left in stopped.unfinished:
+            key = ScenarioKey(left.workload, left.backend, left.strategy)
+            if key not in run.samples:
+                run.not_applicable.setdefault(key, NOT_RUN)
 
     keys = set(run.samples) | set(run.not_applicable)
     config = meta.get("config") if isinstance(meta.get("config"), dict) else {}

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # what rows mean is defined with the summaries, once; re-exported for the report's modules
+from workloads.report.engines import engine_of
 from workloads.results.summaries import NOT_APPLICABLE as NOT_APPLICABLE
 from workloads.results.summaries import STORED_ENTRIES
 from workloads.results.summaries import lag_metric as lag_metric
@@ -270,12 +271,12 @@ CHECKPOINT_SIZE_METRICS = frozenset({"checkpoint_bytes", "checkpoint_uploaded_by
 #: Numbers that stay exact even where the state's layout is timing-dependent: expired values
 #: returned must be 0 whatever happens, records processed is the input.
 ALWAYS_EXACT = frozenset({"expired_returned", "records"})
-#: The flink-sql lanes (backends.flink.sql_lanes): a real Flink SQL job whose TTL, watermarks
-#: and checkpoints run on the paced wall clock whatever the spec's clock.
-SQL_BACKENDS = frozenset({"flink-sql", "flink-sql-heap"})
-#: Spark's lanes (``workloads.lanes.spark_*``) by name: a real streaming query whose
+#: The engine of the flink-sql lanes (``workloads.lanes.flink_sql``): a real Flink SQL job whose
+#: TTL, watermarks and checkpoints run on the paced wall clock whatever the spec's clock.
+FLINK_SQL_ENGINE = "flink-sql"
+#: The engine of Spark's lanes (``workloads.lanes.spark_*``): a real streaming query whose
 #: micro-batches, state store maintenance and (spark-tws) TTL run on the wall clock.
-SPARK_PREFIX = "spark-"
+SPARK_ENGINE = "spark"
 
 
 @dataclass(frozen=True)
@@ -338,10 +339,11 @@ def class_of(metric: str, backend: str = "", strategy: str = "", *,
                                              "background flushes and compactions ran")
     if metric in ALWAYS_EXACT:
         return MetricClass(EXACT)
-    if backend in SQL_BACKENDS:
+    engine = engine_of(backend)  # the lane registry's, never a guess from the name
+    if engine == FLINK_SQL_ENGINE:
         return MetricClass(TIMING_DEPENDENT, "a real Flink SQL job: its TTL, watermarks and "
                                              "checkpoints run on the paced wall clock")
-    if backend.startswith(SPARK_PREFIX):
+    if engine == SPARK_ENGINE:
         return MetricClass(TIMING_DEPENDENT, "a real Spark streaming query: its micro-batches, "
                                              "state store maintenance and TTL run on the wall "
                                              "clock")

@@ -10,6 +10,7 @@ import json
 from html import escape
 from typing import Any
 
+from workloads.report.engines import OWN, UNREGISTERED, engine_of, possessive
 from workloads.report.fmt import DASH, MISSING, fmt_range, fmt_value, iec_bytes
 from workloads.report.load import Run, ScenarioKey, backend_label, is_reference
 from workloads.report.metrics import (
@@ -67,7 +68,7 @@ def stat_cell(s: Stat | None, unit: str, metric: str = "", klass: str = "") -> s
     attr += f' data-class="{escape(klass)}"' if klass else ""
     if s is None:
         return f'<td class="num missing"{attr}>{MISSING}</td>'
-    if s.basis.startswith("peak"):
+    if s.basis.startswith("peak") and not s.per_repetition:  # (else: over repetitions' peaks)
         lines = [f"range {fmt_range(s.lo, s.hi, unit)} · n={s.n}"]
         if s.last is not None:
             lines.append(f"final {fmt_value(s.last, unit)}")
@@ -181,12 +182,16 @@ def _unmeasured_lag_note(keys: list[ScenarioKey]) -> str:
            for k in keys):
         reasons.append("The compaction filter's lag is not measurable: RocksDB drops expired "
                        "entries inside its compactions and reports only how many.")
-    if any(k.backend.startswith("flink-") for k in keys):
+    engines = {engine_of(k.backend) for k in keys}
+    if engines & {"flink", "flink-sql"}:
         reasons.append("Flink's lanes are left out: Flink's backends count neither removals "
                        "nor their lag.")
-    if any(k.backend.startswith("spark-") for k in keys):
+    if "spark" in engines:
         reasons.append("Spark's lanes are left out: Spark reports what its TTL removed per "
                        "micro-batch (its own rows), not each removal's lag.")
+    for engine in sorted(engines - {OWN, UNREGISTERED, "flink", "flink-sql", "spark"}):
+        reasons.append(f"{possessive(engine)} lanes are left out: they report no removal's "
+                       "lag.")
     if not reasons:
         return ""
     return f'<p class="lag-note">{escape(" ".join(reasons))}</p>'

@@ -49,7 +49,7 @@ table.decision td[data-separated="no"] .pick { color: var(--muted); }
 table.decision td[data-separated="yes"] .pick { font-weight: 600; }
 table.decision .why { display: block; color: var(--muted); font-size: .72rem; }
 table.decision tr.engine th { background: var(--bg-alt); font-weight: 600; }
-table.decision tr.engine[data-engine="flink"] th { background: var(--clock-bg);
+table.decision tr.engine:not([data-engine="statebench"]) th { background: var(--clock-bg);
     color: var(--clock); }
 p.evidence { color: var(--muted); font-size: .8rem; margin: .3rem 0 .6rem; }
 details.findings { margin: .2rem 0 1.2rem; }

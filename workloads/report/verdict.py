@@ -25,7 +25,9 @@ metrics at once, so p is also adjusted for their number (Benjamini-Hochberg,
 
 A *side* of a diff is one run folder, or the rounds of an interleaved A/B session. With one run,
 the samples of a summary metric are its repetitions; a checkpoint median or a peak over time is
-one number per run (checkpoints and samples over time are not repetitions). With several runs,
+one number per run (checkpoints and samples over time are not repetitions), except where every
+repetition wrote its own (a job lane's per-batch rows): then each repetition's median or peak
+is one sample. With several runs,
 each run contributes its headline number, so rounds, not repetitions inside one process, are the
 unit of evidence.
 """
@@ -59,6 +61,7 @@ from workloads.report.significance import (
 )
 from workloads.report.stats import Stat, summarize
 from workloads.results.band import log_ratio_interval
+from workloads.results.summaries import repetition_values
 
 #: A metric with no other class: timed (the sampled path).
 _TIMED = MetricClass(TIMED, "timed")
@@ -141,8 +144,10 @@ def _values(samples: Samples) -> np.ndarray:
 def side_values(side: Side, key: ScenarioKey, metric: str) -> np.ndarray:
     """The independent samples of a sampled metric on one side (see the module docstring)."""
     found = side.samples(key, metric)
-    if len(side.runs) == 1 and found and found[0].kind == "summary":
-        return _values(found[0])
+    if len(side.runs) == 1 and found:
+        per_rep = repetition_values(found[0])  # a summary metric's, or each repetition's own
+        if per_rep is not None or found[0].kind == "summary":
+            return _values(found[0]) if per_rep is None else per_rep
     stats = [summarize(s) for s in found]
     return np.array([s.center for s in stats if s is not None], dtype=np.float64)
 

@@ -4,25 +4,28 @@ one run folder with one report (what `statebench compare` runs).
 Each workload is one RunConfig run on the Spark (or in-process) engine with a shared run id and
 one SparkSession; their rows are concatenated (the `workload` column tells them apart) and
 run.json lists every spec, each workload's configuration, and every not-applicable
-(workload, backend, strategy) with its reason.
+(workload, backend, strategy) with its reason. The folder is written as the comparison goes
+(:class:`ComparisonFolder`): a comparison that stops keeps every job that finished, marked
+incomplete (``workloads.results.completion``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from workloads.results.store import DEFAULT_RESULTS_DIR, run_metadata, write_run_dir
+from workloads.results.completion import progress_record
+from workloads.results.store import DEFAULT_RESULTS_DIR, RunFolder, run_metadata
 from workloads.run import checkpoints as ck
 from workloads.run import run_tempdirs
 from workloads.run.engines import make_engine
 from workloads.run.metrics import METRIC_SCHEMA
 from workloads.run.plan import PlanError, RunConfig, RunOutcome, new_run_id
-from workloads.run.runner import JobCallback, run
+from workloads.run.runner import JobCallback, completion, run
 from workloads.run.runner import planned_jobs as runner_planned_jobs
 from workloads.spec import WorkloadSpec, load_spec
 
@@ -118,31 +121,55 @@ def planned_jobs(configs: Sequence[RunConfig]) -> int:
     return sum(runner_planned_jobs(c) for c in configs)
 
 
+#: ``on_result(outcomes)``: every workload that finished, then what finished of the running one
+#: (``RunOutcome.completion`` set), after each of its measured jobs and when it stops
+ComparisonCallback = Callable[[list[RunOutcome]], None]
+
+
 def run_comparison(
     configs: Sequence[RunConfig],
     master: str | None = None,
     in_process: bool = False,
     on_job: JobCallback | None = None,
+    on_result: ComparisonCallback | None = None,
 ) -> list[RunOutcome]:
     """Run every workload's matrix on one engine (Spark runs share one session: ``master``, or
-    local[*], or spark-submit's when launched by it)."""
+    local[*], or spark-submit's when launched by it). ``on_result`` (a
+    :class:`ComparisonFolder`'s ``save``) sees what finished as the comparison goes."""
     engine = make_engine(in_process, master)
-    outcomes = []
+    outcomes: list[RunOutcome] = []
     checkpoint_base = run_tempdirs.make("statebench-compare-ckpt-")  # owner-tagged: swept if killed
     try:
         for cfg in configs:
             # a workload's name is untrusted: one safe path component (`../x` stays inside)
             cfg = replace(cfg, checkpoint_root=ck.join(checkpoint_base, ck.slug(cfg.spec.name)))
-            outcomes.append(run(cfg, engine, on_job))
+            sink = None if on_result is None else (
+                lambda partial, before=tuple(outcomes): on_result([*before, partial]))
+            outcomes.append(run(cfg, engine, on_job, sink))
     finally:
         run_tempdirs.remove(checkpoint_base)
     return outcomes
 
 
-def comparison_metadata(outcomes: Sequence[RunOutcome]) -> dict[str, Any]:
-    """run.json of a comparison: the first workload's document, widened to every workload."""
+def comparison_metadata(outcomes: Sequence[RunOutcome],
+                        configs: Sequence[RunConfig] = ()) -> dict[str, Any]:
+    """run.json of a comparison: the first workload's document, widened to every workload.
+
+    Complete when every outcome is and every one of ``configs`` (the comparison's workloads,
+    when they are given) has one; else ``"complete": false`` and the ``progress`` of every
+    workload: finished, stopped (how the run stopped is the stopped workload's) or not
+    started."""
     metas = [run_metadata(o) for o in outcomes]
     meta = dict(metas[0])
+    pending = list(configs[len(outcomes):])
+    stopped = next((o.completion for o in outcomes if o.completion is not None), None)
+    if stopped is not None or pending:
+        parts = [(o.config.spec.name, o.completion or completion(o.config, o.config.repetitions))
+                 for o in outcomes]
+        parts += [(c.spec.name, completion(c, 0, "not started")) for c in pending]
+        how = stopped or completion(configs[0], 0)  # no outcome stopped: still running
+        meta["complete"] = False
+        meta["progress"] = progress_record(parts, how.stopped, how.error)
     meta["spec"] = [m["spec"] for m in metas]
     meta["config"] = {
         "workloads": {o.config.spec.name: m["config"] for o, m in zip(outcomes, metas)},
@@ -166,11 +193,43 @@ def comparison_metadata(outcomes: Sequence[RunOutcome]) -> dict[str, Any]:
     return meta
 
 
+class ComparisonFolder:
+    """A comparison's run folder, written as it goes (``workloads.results.store.RunFolder``):
+    :meth:`save` is :func:`run_comparison`'s ``on_result``, and writes every finished
+    workload, the finished jobs of the running one, and the workloads not started yet as
+    unfinished; a comparison stopped before any job finished leaves nothing."""
+
+    def __init__(self, configs: Sequence[RunConfig],
+                 results_dir: str | Path = DEFAULT_RESULTS_DIR) -> None:
+        if not configs:
+            raise ValueError("no workload to run")
+        self.configs = list(configs)
+        self.folder = RunFolder(configs[0].run_id, results_dir)
+
+    def save(self, outcomes: Sequence[RunOutcome]) -> None:
+        if self.folder.path is None and not any(
+                o.completion is None or o.completion.jobs_finished for o in outcomes):
+            return
+        self.folder.write(_rows(outcomes), comparison_metadata(outcomes, self.configs))
+
+    def kept(self) -> str | None:
+        """What the folder kept of a comparison that stopped, and where (``RunFolder.kept``)."""
+        return self.folder.kept()
+
+
+def _rows(outcomes: Sequence[RunOutcome]) -> pa.Table:
+    return pa.concat_tables([o.rows.cast(METRIC_SCHEMA) for o in outcomes])
+
+
 def write_comparison(outcomes: Sequence[RunOutcome],
-                     results_dir: str | Path = DEFAULT_RESULTS_DIR) -> Path:
-    """Write `<results_dir>/<run_id>/` with every workload's rows and one run.json."""
+                     results_dir: str | Path = DEFAULT_RESULTS_DIR,
+                     folder: ComparisonFolder | None = None) -> Path:
+    """Write `<results_dir>/<run_id>/` with every workload's rows and one run.json; with
+    ``folder`` (the :class:`ComparisonFolder` it was saved to as it went), replace what it
+    holds."""
     if not outcomes:
         raise ValueError("no workload was run")
-    rows = pa.concat_tables([o.rows.cast(METRIC_SCHEMA) for o in outcomes])
-    return write_run_dir(outcomes[0].config.run_id, rows, comparison_metadata(outcomes),
-                         results_dir)
+    target = folder.folder if folder is not None else RunFolder(outcomes[0].config.run_id,
+                                                                 results_dir)
+    configs = folder.configs if folder is not None else ()
+    return target.write(_rows(outcomes), comparison_metadata(outcomes, configs))

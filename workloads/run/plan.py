@@ -304,6 +304,29 @@ def operator_config(
     )
 
 
+@dataclass(frozen=True)
+class Completion:
+    """How far a run that did not finish got: the measured rounds each runnable scenario
+    finished (``done``: (backend, strategy, rounds finished), every runnable scenario in plan
+    order) of the ``rounds`` planned, and how it stopped: "running" (a snapshot written while
+    it runs; read later, the run was killed without a word), "interrupted" (SIGINT),
+    "terminated" (SIGTERM), "failed" (an error, ``error`` says which) or "not started"."""
+
+    rounds: int
+    done: tuple[tuple[str, str, int], ...]
+    stopped: str = "running"
+    error: str = ""
+
+    @property
+    def jobs(self) -> int:
+        """The measured jobs planned (every runnable scenario once per round)."""
+        return self.rounds * len(self.done)
+
+    @property
+    def jobs_finished(self) -> int:
+        return sum(n for _, _, n in self.done)
+
+
 @dataclass
 class RunOutcome:
     """What a run hands to the results writer."""
@@ -318,3 +341,7 @@ class RunOutcome:
     job_seconds: dict[str, list[float]] = field(default_factory=dict)
     #: the rounds' record for run.json (``workloads.run.runner.rounds_record``)
     rounds: dict[str, Any] = field(default_factory=dict)
+    #: None: every planned job finished. Else the run stopped early, or this is a snapshot of a
+    #: run still running, and its rows hold only the jobs that finished (``runner.run``'s
+    #: ``on_result``; run.json says ``"complete": false``)
+    completion: Completion | None = None

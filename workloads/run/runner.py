@@ -36,18 +36,30 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from workloads.lanes import LANES
+from workloads.run import run_tempdirs
 from workloads.run.config import OperatorConfig
-from workloads.run.metrics import attempts, finalize_rows, job_rows, not_applicable_rows
+from workloads.run.metrics import (
+    METRIC_SCHEMA,
+    attempts,
+    finalize_rows,
+    job_rows,
+    not_applicable_rows,
+)
 from workloads.run.plan import (
+    Completion,
     DataFacts,
     RunConfig,
     RunOutcome,
     Scenario,
     operator_config,
     plan_scenarios,
+    spec_time_frame,
 )
 
 JobCallback = Callable[[Scenario, int], None]
+#: ``on_result(outcome)``: what finished so far, after each measured job and once more when the
+#: run stops early (``outcome.completion`` says how far it got and how it stopped)
+ResultCallback = Callable[[RunOutcome], None]
 
 
 class Engine(Protocol):
@@ -152,18 +164,83 @@ def rounds_record(jobs: Sequence[tuple[int, Any]], rounds: int, seed: int,
     }
 
 
-def run(cfg: RunConfig, engine: Engine, on_job: JobCallback | None = None) -> RunOutcome:
+#: How long an error may be in run.json's ``progress.error`` (its first line, cut here).
+MAX_ERROR_CHARS = 500
+
+
+def stop_reason(exc: BaseException) -> tuple[str, str]:
+    """How a run that raised ``exc`` stopped, as :class:`Completion` says it: ("interrupted",
+    "") for SIGINT, ("terminated", "") for SIGTERM, also when the signal broke off a Spark job
+    whose error then replaced it (the ``__context__`` chain is searched, as the CLI's
+    ``lifecycle.signal_cause`` does), else ("failed", the error's type and first line)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return "interrupted", ""
+        if isinstance(current, run_tempdirs.Terminated):
+            return "terminated", ""
+        seen.add(id(current))
+        current = current.__context__
+    lines = str(exc).strip().splitlines()
+    error = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return "failed", error[:MAX_ERROR_CHARS]
+
+
+def completion(cfg: RunConfig, done: dict[tuple[str, str], int] | int,
+               stopped: str = "running", error: str = "") -> Completion:
+    """How far ``cfg``'s run got: ``done`` is the measured rounds each (backend, strategy)
+    finished, or one number for every runnable scenario (0: a run not started)."""
+    runnable, _ = plan_scenarios(cfg)
+    count = (lambda s: done) if isinstance(done, int) else (
+        lambda s: done.get((s.backend, s.strategy), 0))
+    return Completion(cfg.repetitions, tuple((s.backend, s.strategy, count(s)) for s in runnable),
+                      stopped, error)
+
+
+def run(cfg: RunConfig, engine: Engine, on_job: JobCallback | None = None,
+        on_result: ResultCallback | None = None) -> RunOutcome:
     """Run ``cfg`` on ``engine``: its warm-up jobs, then every applicable scenario once per
     round (:func:`job_order`), one job each; the warm-up jobs' rows are dropped.
 
     ``on_job(scenario, round)`` is called after each job, warm-up jobs included (progress bars;
-    :func:`planned_jobs` counts them)."""
+    :func:`planned_jobs` counts them).
+
+    ``on_result(outcome)`` (a run folder written as the run goes:
+    ``workloads.results.store.RunFolder.save``) is called after each measured job with what
+    finished so far, and once more, whatever stopped the run (SIGINT, SIGTERM, an error in a
+    later job), before the exception leaves: ``outcome.completion`` says how far the run got
+    and how it stopped, and its rows are the finished jobs', each job's finalized on its own
+    (so a snapshot costs one job's finalizing, not the whole run's). The complete outcome is
+    not passed: it is what ``run`` returns, its rows finalized together as always."""
     started = time.perf_counter()
     runnable, skipped = plan_scenarios(cfg)
     parts: list[pa.Table] = []
     job_seconds: dict[str, list[float]] = {}
     warm_seconds: dict[str, float] = {}
     jobs = job_order(runnable, cfg.repetitions, cfg.spec.seed, cfg.warm_up)
+    skipped_rows = not_applicable_rows(cfg.run_id, cfg.spec.name,
+                                       [(n.backend, n.strategy) for n in skipped])
+    finished: list[pa.Table] = []  # each finished job's rows, finalized (for on_result)
+    retried: dict[str, int] = {}
+    done: dict[tuple[str, str], int] = {}
+    facts: DataFacts | None = None
+
+    def so_far(stopped: str, error: str = "") -> RunOutcome:
+        """The outcome of the jobs that finished, marked incomplete."""
+        return RunOutcome(
+            config=cfg,
+            rows=pa.concat_tables([*finished, skipped_rows.cast(METRIC_SCHEMA)]),
+            not_applicable=skipped,
+            facts=facts or DataFacts((), *(spec_time_frame(cfg.spec) or (0, 0))),
+            engine=engine.name,
+            duration_s=time.perf_counter() - started,
+            retried_attempts={k: v for k, v in retried.items() if v},
+            job_seconds={k: list(v) for k, v in job_seconds.items()},
+            rounds=rounds_record(jobs, cfg.repetitions, cfg.spec.seed, warm_seconds),
+            completion=completion(cfg, done, stopped, error),
+        )
+
     try:
         facts = engine.prepare(cfg)
         for rep, scenario in jobs:
@@ -181,14 +258,28 @@ def run(cfg: RunConfig, engine: Engine, on_job: JobCallback | None = None) -> Ru
                 parts.append(rows)
                 job_seconds.setdefault(op_cfg.scenario.label, []).append(seconds)
                 parts.append(job_rows(op_cfg.scenario, rep, facts.events, seconds))
+                key = (scenario.backend, scenario.strategy)
+                done[key] = done.get(key, 0) + 1
+                if on_result is not None:  # this job's rows, kept as it ends
+                    raw = pa.concat_tables(parts[-2:])
+                    finished.append(finalize_rows(raw))
+                    for label, n in attempts(raw).items():
+                        retried[label] = retried.get(label, 0) + n
+                    on_result(so_far("running"))
             if on_job is not None:
                 on_job(scenario, rep)
+    except BaseException as exc:
+        if on_result is not None:  # what finished, marked with how the run stopped
+            try:
+                on_result(so_far(*stop_reason(exc)))
+            except Exception as failed:  # the first error is the one to report
+                exc.add_note(f"the finished jobs' results could not be written: {failed}")
+        raise
     finally:
         engine.release()
         for kind in cfg.backends:
             LANES[kind].release()
-    parts.append(not_applicable_rows(cfg.run_id, cfg.spec.name,
-                                     [(n.backend, n.strategy) for n in skipped]))
+    parts.append(skipped_rows)
     raw = pa.concat_tables(parts)
     return RunOutcome(
         config=cfg,

@@ -1,0 +1,163 @@
+"""Whether a run folder holds a whole run: run.json's ``complete`` flag and ``progress``.
+
+A run folder is written as the run goes (``workloads.results.store.RunFolder``): after each
+measured job that finishes, and once more when the run stops early (SIGINT, SIGTERM, an error in
+a later scenario). Until every planned job finished, run.json says ``"complete": false`` and
+``progress`` says what finished and what did not::
+
+    "complete": false,
+    "progress": {
+      "stopped": "interrupted",            # running | interrupted | terminated | failed
+      "error": "",                         # a failed run's error, one line
+      "scenarios": 4, "scenarios_finished": 1,
+      "jobs": 8, "jobs_finished": 3,       # a job is one scenario in one round
+      "finished": [{"workload": ..., "backend": ..., "strategy": ..., "rounds": 2}],
+      "unfinished": [{"workload": ..., "backend": ..., "strategy": ...,
+                      "rounds_finished": 1, "rounds": 2}]
+    }
+
+"running" read from a folder means the run was killed without a word (``kill -9``, a power
+loss) or is still running. A finished run says ``"complete": true`` and has no ``progress``; a
+run.json without the flag was written before it existed, when a folder was published only once
+the run was complete, so it reads as complete.
+
+run.json is an untrusted input of ``report`` and ``diff``: :func:`incomplete` reads it
+defensively (wrong types read as unknown, never as an error).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: How each way of stopping reads in :meth:`Incomplete.line`.
+STOPPED = {
+    "running": "it stopped without saying why: killed, or still running",
+    "interrupted": "interrupted",
+    "terminated": "terminated",
+    "failed": "stopped by an error",
+}
+#: The reason a scenario that never ran reads with in a report and a diff (``n/a (...)``).
+NOT_RUN = "not run: the run stopped before it"
+#: Characters of run.json's strings that a line shows (an untrusted file's text, bounded).
+SHOWN_CHARS = 300
+
+
+def progress_record(parts: Iterable[tuple[str, Any]], stopped: str,
+                    error: str = "") -> dict[str, Any]:
+    """run.json's ``progress`` from (workload, :class:`workloads.run.plan.Completion`) pairs,
+    one per workload of the run (a comparison has several), and how the run stopped."""
+    finished: list[dict[str, Any]] = []
+    unfinished: list[dict[str, Any]] = []
+    jobs = jobs_finished = 0
+    for workload, completion in parts:
+        rounds = int(completion.rounds)
+        for backend, strategy, done in completion.done:
+            jobs += rounds
+            jobs_finished += min(done, rounds)
+            item = {"workload": workload, "backend": backend, "strategy": strategy}
+            if done >= rounds:
+                finished.append({**item, "rounds": rounds})
+            else:
+                unfinished.append({**item, "rounds_finished": done, "rounds": rounds})
+    return {
+        "stopped": stopped,
+        "error": error,
+        "scenarios": len(finished) + len(unfinished),
+        "scenarios_finished": len(finished),
+        "jobs": jobs,
+        "jobs_finished": jobs_finished,
+        "finished": finished,
+        "unfinished": unfinished,
+    }
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A scenario of an incomplete run that did not run all its rounds (maybe none)."""
+
+    workload: str
+    backend: str
+    strategy: str
+    rounds_finished: int
+    rounds: int
+
+
+@dataclass(frozen=True)
+class Incomplete:
+    """What run.json says of a run that did not finish (None where it does not say)."""
+
+    scenarios: int | None
+    scenarios_finished: int | None
+    jobs: int | None
+    jobs_finished: int | None
+    stopped: str
+    error: str
+    unfinished: tuple[Unfinished, ...]
+
+    def line(self) -> str:
+        """"incomplete run: N of M scenarios finished (J of K jobs; how it stopped)"."""
+        if self.scenarios is None or self.scenarios_finished is None:
+            head = "incomplete run: run.json does not say how far it got"
+        else:
+            head = (f"incomplete run: {self.scenarios_finished} of {self.scenarios} scenarios "
+                    "finished")
+        details = []
+        if self.jobs is not None and self.jobs_finished is not None:
+            details.append(f"{self.jobs_finished} of {self.jobs} jobs")
+        how = STOPPED.get(self.stopped)
+        if how is not None:
+            details.append(f"{how}: {self.error}" if self.error else how)
+        return f"{head} ({'; '.join(details)})" if details else head
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _text(value: Any) -> str:
+    """A string of run.json as one printable, bounded line ("" for anything else)."""
+    if not isinstance(value, str):
+        return ""
+    flat = "".join(c if c.isprintable() else " " for c in value)
+    return flat if len(flat) <= SHOWN_CHARS else flat[:SHOWN_CHARS - 3] + "..."
+
+
+def _unfinished(items: Any) -> tuple[Unfinished, ...]:
+    if not isinstance(items, Sequence) or isinstance(items, str):
+        return ()
+    out = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        names = [item.get(k) for k in ("workload", "backend", "strategy")]
+        if not all(isinstance(n, str) for n in names):
+            continue
+        out.append(Unfinished(*names, _count(item.get("rounds_finished")) or 0,
+                              _count(item.get("rounds")) or 0))
+    return tuple(out)
+
+
+def incomplete(meta: dict[str, Any]) -> Incomplete | None:
+    """What run.json (``meta``) says of a run that did not finish; None for a complete run
+    (``"complete": true``, or no flag: a folder from before it, published only complete)."""
+    if meta.get("complete", True) is True:
+        return None
+    progress = meta.get("progress")
+    progress = progress if isinstance(progress, dict) else {}
+    return Incomplete(
+        scenarios=_count(progress.get("scenarios")),
+        scenarios_finished=_count(progress.get("scenarios_finished")),
+        jobs=_count(progress.get("jobs")),
+        jobs_finished=_count(progress.get("jobs_finished")),
+        stopped=_text(progress.get("stopped")),
+        error=_text(progress.get("error")),
+        unfinished=_unfinished(progress.get("unfinished")),
+    )
+
+
+def incomplete_line(meta: dict[str, Any]) -> str | None:
+    """:meth:`Incomplete.line` of ``meta``, or None for a complete run."""
+    found = incomplete(meta)
+    return None if found is None else found.line()
