@@ -191,6 +191,7 @@ def test_report_on_an_incomplete_run_says_so(failed_run: tuple[Path, str], tmp_p
     assert f"statebench: warning: {run_dir}: {INCOMPLETE}" in err
     html = out.read_text(encoding="utf-8")
     assert NOT_RUN in html  # the scenario that never ran reads "n/a (not run ...)"
+    assert 'data-banner="incomplete"' in html and INCOMPLETE in html  # on the page too
 
 
 def test_diff_says_which_side_is_incomplete(complete_run: Path, failed_run: tuple[Path, str],
@@ -202,7 +203,9 @@ def test_diff_says_which_side_is_incomplete(complete_run: Path, failed_run: tupl
     err = capsys.readouterr().err
     assert f"statebench: warning: B {run_dir}: {INCOMPLETE}" in err
     assert f"A {complete_run}" not in err
-    assert NOT_RUN in out.read_text(encoding="utf-8")
+    page = out.read_text(encoding="utf-8")
+    assert NOT_RUN in page
+    assert page.count('data-banner="incomplete"') == 1  # B's run only
 
 
 def test_a_complete_run_is_marked_complete(complete_run: Path) -> None:

@@ -272,6 +272,8 @@ def _run_checked(args: argparse.Namespace, cfg: RunConfig) -> int:
         say_kept(folder.kept())
         raise
     report = None if args.no_report else _render(run_dir)
+    from workloads.cli.display import summary_table
+
     print(summary_table(outcome))
     print(f"\nresults: {run_dir}" + (f"\nreport:  {report}" if report else ""))
     return 0
@@ -372,25 +374,3 @@ def _fmt(value: float, unit: str = "") -> str:
     return fmt_value(float(value), unit).replace("\u00b5s", "us")  # ASCII on any terminal
 
 
-def summary_table(outcome: RunOutcome) -> str:
-    header = ("backend", "strategy", *(title for title, _, _ in COLUMNS))
-    lines = [header]
-    for r in summarize(outcome):
-        if r["not_applicable"]:
-            lines.append((r["backend"], r["strategy"], "not applicable",
-                          *("" for _ in COLUMNS[1:])))
-            continue
-        lines.append((r["backend"], r["strategy"],
-                      *(_fmt(r[metric], unit) for _, metric, unit in COLUMNS)))
-    widths = [max(len(str(row[i])) for row in lines) for i in range(len(header))]
-    spec = outcome.config.spec
-    events = f"{outcome.facts.events} events"
-    if spec.operator is not None:  # the events asked for, and what reached the operator
-        from workloads.operators.input import generated_events
-
-        events = (f"{generated_events(spec)} events ({outcome.facts.events} reached the "
-                  "operator)")
-    title = f"{spec.name}: {events}, {outcome.engine}, parallelism {outcome.config.parallelism}"
-    body = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in lines]
-    body.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join([title, *body])

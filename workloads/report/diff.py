@@ -119,6 +119,13 @@ def banner_html(a: Side, b: Side) -> str:
             "versions: exact numbers and timings are comparable (timings subject to the "
             "test below).</li>"
         )
+    for side in (a, b):
+        for run in side.runs:
+            if run.incomplete:
+                items.append('<li class="warn" data-banner="incomplete"><strong>'
+                             f"{escape(side.label)} {escape(run.run_id)}</strong>: "
+                             f"{escape(run.incomplete)}; its "
+                             "unfinished scenarios are missing from the comparison.</li>")
     config = configuration_changes(a, b)
     if config:
         items.append(

@@ -56,6 +56,9 @@ def _header(run: Run) -> str:
         f"{n} scenarios ({na} not applicable): "
         + f" {TIMES} ".join(escape(", ".join(names)) for names in grid)
         + "</p>"
+        + (f'<p class="warn" data-banner="incomplete"><strong>{escape(run.incomplete)}'
+           "</strong>: the scenarios that did not run read \"not run\"; every number here "
+           "is of the jobs that finished.</p>" if run.incomplete else "")
     )
 
 
