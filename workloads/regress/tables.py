@@ -65,6 +65,8 @@ def detection_table(results: Path) -> str:
     """Planted sizes found and false flags, per condition."""
     rows = []
     for name, label in CONDITIONS:
+        if not (results / name).exists() and name != CONDITIONS[0][0]:
+            continue  # a condition not measured yet
         doc = _doc(results / name)
         runs = doc["runs"]
         planted = [r for r in runs if r["kind"] == "planted"]
@@ -80,7 +82,9 @@ def detection_table(results: Path) -> str:
                      f"{false_empty} in {len(empty)} checks",
                      f"{false_nulls} in {len(planted)} checks",
                      f"{_mde(empty, 'state')} / {_mde(empty, 'raw')}",
-                     f"{seconds[0] / 60:.1f}-{seconds[-1] / 60:.1f}"])
+                     f"{seconds[0] / 60:.1f}-{seconds[-1] / 60:.1f}",
+                     f"{min(r['load'][0] for r in runs):.1f}-"
+                     f"{max(r['load'][0] for r in runs):.1f}"])
     note = ("A benchmark's size is its true planted share (the loop's measured cost over the "
             "benchmark's own cost per operation), averaged over the planted checks; each "
             "cell is the median, over the bucket's benchmarks, of the planted checks that "
@@ -90,7 +94,7 @@ def detection_table(results: Path) -> str:
             "(state operations / raw loops).")
     return _md(["condition", *[f"{b[0]} slower: flagged in" for b in BUCKETS],
                 "false flags, empty commits", "false flags, raw loops of planted commits",
-                "MDE (state / raw)", "minutes per check"], rows) + "\n\n" + note
+                "MDE (state / raw)", "minutes per check", "load average"], rows) + "\n\n" + note
 
 
 def full_table(results: Path) -> str:
@@ -100,10 +104,11 @@ def full_table(results: Path) -> str:
     for run in doc["runs"]:
         slower = [r for r in run["rows"] if r["verdict"] == "slower"]
         scenarios = [r for r in slower if r["name"].startswith("scenario/")]
-        rows.append([run["kind"], f"{run['seconds'] / 60:.1f}",
+        rows.append([run["kind"], f"{run['seconds'] / 60:.1f}", f"{run['load'][0]:.1f}",
                      f"{len(slower)} ({len(scenarios)} scenario tracks)",
                      str(len(run["false_flags"])),
                      f"{100 * run['mde_by_family'].get('state', float('nan')):.1f}% / "
                      f"{100 * run['mde_by_family'].get('scenario', float('nan')):.1f}%"])
-    return _md(["commit", "minutes", "slower", "false flags (incl. exact figures changed)",
+    return _md(["commit", "minutes", "load average", "slower",
+                "false flags (incl. exact figures changed)",
                 "MDE (state / scenario)"], rows)
