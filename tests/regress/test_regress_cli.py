@@ -97,6 +97,19 @@ def test_an_accepted_regression_passes_and_says_so(clone: dict, tmp_path: Path) 
     assert "(accepted)" in done.stdout
 
 
+def test_a_base_this_clone_lacks_is_said_and_skipped_only_when_asked(clone: dict,
+                                                                     tmp_path: Path) -> None:
+    """CI's form (--if-base-exists) on a clone without the parent says so and passes; without
+    the flag the same is bad input."""
+    repo: Path = clone["repo"]  # type: ignore[assignment]
+    done = statebench(repo, "regress", "no-such-parent", "--if-base-exists", results=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "nothing to compare against, no check made" in done.stdout
+    assert "--if-base-exists" in ci_regress_args()
+    assert statebench(repo, "regress", "no-such-parent", results=tmp_path).returncode == 2
+    assert not list(tmp_path.glob("regress-*"))
+
+
 @pytest.mark.parametrize("args, message", [
     (["nope-rev"], "unknown git revision 'nope-rev'"),
     (["HEAD", "--bench", "("], "is not a regular expression"),

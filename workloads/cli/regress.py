@@ -64,6 +64,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--accept", metavar="REGEX",
                    help="benchmarks allowed to be slower (also read from HEAD's commit "
                         f"message: a line '{TRAILER} REGEX')")
+    p.add_argument("--if-base-exists", action="store_true",
+                   help="when BASE is not in this clone (a shallow clone, a first commit), say "
+                        "so in one line and exit 0 instead of 2")
     p.add_argument("--seed", type=int, default=20261129, help="seed of the trials' order")
     p.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR,
                    help=f"where the regress-<time>/ folder goes (default {DEFAULT_RESULTS_DIR}/)")
@@ -111,6 +114,13 @@ def regress_command(args: argparse.Namespace) -> int:
     _regex(args.bench, "--bench")
     accepted = [p for p in (_regex(args.accept, "--accept"),) if p]
     repo = repository_root()
+    if args.if_base_exists and args.base != WORKING_TREE:
+        try:
+            resolve_commit(repo, args.base)
+        except CliError:
+            print(f"regress: no revision {args.base!r} in {repo} (a shallow clone or a first "
+                  "commit): nothing to compare against, no check made")
+            return 0
     commits = {}
     for label, rev in (("A", args.base), ("B", args.head)):
         commits[label] = rev if rev == WORKING_TREE else resolve_commit(repo, rev)
