@@ -485,8 +485,10 @@ TABLES: tuple[Table, ...] = (
           "python -m workloads.report.readme_tables keep-run results/<run-id> sessions-paced",
           ("sessions-paced/",), sessions_paced_table),
     Table("regress", "Regressions across commits: planted slowdowns found, empty commits",
-          "python -m bench.regress_experiment --runs 10 --out docs/results/regress-quiet.json",
-          ("regress-quiet.json",), regress_tables.detection_table),
+          "python -m bench.regress_experiment --runs 10 --out docs/results/regress-quiet.json "
+          "&& python -m bench.regress_experiment --runs 10 --neighbour "
+          "--out docs/results/regress-noisy.json",
+          ("regress-quiet.json", "regress-noisy.json"), regress_tables.detection_table),
     Table("regress-full", "The full regression check",
           "python -m bench.regress_experiment --protocol full --runs 3 --planted-runs 1 "
           "--out docs/results/regress-full.json",
