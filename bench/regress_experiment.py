@@ -37,8 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Loop iterations per plant: about 20-30 ns at the heap's key switch (5-20% of its cheap
 #: operations) and about 120 ns at RocksDB's (5-15% of its).
 DEFAULT_PLANTS = ("heap.key=0", "rocksdb.key=25")
-#: Size buckets of the planted share, named by the size the issue asks to find.
-BUCKETS = (("5%", 0.04, 0.07), ("10%", 0.07, 0.14), ("20%", 0.14, 0.30))
+
 
 
 def neighbour(stop: Any, megabytes: int = 64) -> None:
@@ -88,8 +87,10 @@ def score(result: Any, plants: list[Any], loop_cost: dict[str, float], ops: int,
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Detection per size bucket and false flags over every run."""
+    """Detection per size bucket (the docs' buckets, workloads.regress.tables) and false
+    flags over every run."""
     from workloads.regress import stats
+    from workloads.regress.tables import BUCKETS
 
     planted = [r for r in runs if r["kind"] == "planted"]
     empty = [r for r in runs if r["kind"] == "empty"]

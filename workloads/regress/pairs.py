@@ -77,14 +77,14 @@ class Worker:
             [sys.executable, str(WORKER), str(rev.tree), json.dumps(scenario)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
             env=env, cwd=log_dir)
-        self._read()  # {"ready": true}
+        self.receive()  # {"ready": true}
 
     def send(self, req: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps(req) + "\n")
         self.proc.stdin.flush()
 
-    def _read(self) -> dict[str, Any]:
+    def receive(self) -> dict[str, Any]:
         out: IO[str] | None = self.proc.stdout
         assert out is not None
         ready, _, _ = select.select([out], [], [], ANSWER_TIMEOUT_S)
@@ -106,10 +106,7 @@ class Worker:
 
     def ask(self, req: dict[str, Any]) -> dict[str, Any]:
         self.send(req)
-        return self._read()
-
-    def receive(self) -> dict[str, Any]:
-        return self._read()
+        return self.receive()
 
     def close(self) -> None:
         """Ask the worker to quit (it removes its fixtures' folder), kill it if it does not."""
@@ -195,20 +192,20 @@ def measure(a: Revision, b: Revision, names: Sequence[str], pairs: int,
             for name in names:  # warm-up: the first call of each pays its imports and caches
                 ra, rb = _trial(wa, wb, name, 1, mode, rng)
                 calls[name] = calls_for(ra, target_ns)
+                if "not_applicable" in ra:  # it says so at once: not asked again
+                    samples.not_applicable[name] = ra["not_applicable"]
                 done += 1
             for round_no in range(rounds):
-                todo = [n for n in names if round_no < trials(n)]
+                todo = [n for n in names
+                        if round_no < trials(n) and n not in samples.not_applicable]
                 rng.shuffle(todo)
                 for name in todo:
                     ra, rb = _trial(wa, wb, name, calls[name], mode, rng)
-                    if "not_applicable" in ra:
-                        samples.not_applicable[name] = ra["not_applicable"]
-                    else:
-                        costs[name][0].append(ra["ns"] / calls[name])  # per call
-                        costs[name][1].append(rb["ns"] / calls[name])
-                        for label, r in (("A", ra), ("B", rb)):
-                            if "exact" in r:
-                                samples.exact[label].setdefault(name, []).append(r["exact"])
+                    costs[name][0].append(ra["ns"] / calls[name])  # per call
+                    costs[name][1].append(rb["ns"] / calls[name])
+                    for label, r in (("A", ra), ("B", rb)):
+                        if "exact" in r:
+                            samples.exact[label].setdefault(name, []).append(r["exact"])
                     done += 1
                     if progress is not None:
                         progress(done, total)

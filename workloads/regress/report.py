@@ -8,8 +8,15 @@ import math
 from pathlib import Path
 
 from workloads.regress import stats
-from workloads.regress.check import CheckResult, fmt_ratio
+from workloads.regress.check import CheckResult
 from workloads.results.store import write_text_atomic
+
+
+def fmt_ratio(e: stats.Estimate) -> str:
+    if math.isnan(e.lo):
+        return f"{e.ratio:.3f}"
+    return f"{e.ratio:.3f} [{e.lo:.3f}, {e.hi:.3f}]"
+
 
 _ORDER = {stats.SLOWER: 0, stats.FASTER: 1, stats.UNDECIDED: 2, stats.SAME: 3}
 
