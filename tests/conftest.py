@@ -1,4 +1,5 @@
-"""Fixtures shared by every test package: backends of both kinds on a manual clock."""
+"""Fixtures shared by every test package: backends of both kinds on a manual clock, the
+default comparison's run folder, and headless Chromium (``browser``: every browser test's)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 import backends as B
 from backends import BACKEND_KINDS
+from tests import chromium as browsers
 
 
 @pytest.fixture
@@ -87,3 +89,24 @@ def default_comparison(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (run_dir,) = list(once_per_session(tmp_path_factory, "compare-results", compare).iterdir())
     return run_dir
 
+
+@pytest.fixture(scope="session")
+def chromium() -> Path:
+    """Chromium's executable, installed if missing; a session without it fails where the test
+    extra is installed, else skips (tests/chromium.py)."""
+    return browsers.executable()
+
+
+@pytest.fixture(scope="session")
+def browser(chromium: Path) -> Iterator[object]:
+    """One headless Chromium per test session (per pytest-xdist worker), driven by Playwright:
+    every browser test takes it, so none depends on another having run first."""
+    api = browsers.sync_api()
+    with api.sync_playwright() as pw:
+        try:
+            instance = pw.chromium.launch(executable_path=str(chromium), args=browsers.ARGS,
+                                          headless=True)
+        except api.Error as exc:
+            browsers.fail_or_skip(f"{chromium} does not start: {str(exc).splitlines()[0]}")
+        yield instance
+        instance.close()

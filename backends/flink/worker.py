@@ -547,8 +547,12 @@ class FlinkWorker:
             except subprocess.TimeoutExpired:
                 code = None
         status = f"exit code {code}" if code is not None else "still running"
-        return FlinkWorkerError(
-            f"Flink worker JVM: {what} ({status}). Tail of its stderr:\n{self.stderr_tail()}")
+        if code is not None and code < 0:  # Popen's -N: signal N ended it (9: killed)
+            with contextlib.suppress(ValueError):
+                status += f", killed by {signal.Signals(-code).name}"
+        tail = self.stderr_tail().strip()  # the first line is the error's one line
+        return FlinkWorkerError(f"Flink worker JVM: {what} ({status})"
+                                + (f"\nTail of its stderr:\n{tail}" if tail else ""))
 
     def _kill(self) -> None:
         if self._proc is not None and self._proc.poll() is None:

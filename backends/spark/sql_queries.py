@@ -109,6 +109,17 @@ KINDS = ("regular_join", "interval_join", "tumbling_window", "sliding_window",
          "session_window", "group_agg", "dedup")
 #: Seconds to wait for one micro-batch's file to be read before giving up.
 BATCH_TIMEOUT_S = 600.0
+#: Spark's timestamp range (TimestampType: years 1 to 9999, UTC; epoch ms). Past it Spark
+#: fails the query (a 2**50 ms window: ``[DATETIME_OVERFLOW]``, microseconds beyond int64) or
+#: reports a watermark Python cannot read (``+11476-08-15T05:19:59.908Z``: year 11476).
+SPARK_MIN_MS = -62_135_596_800_000
+SPARK_MAX_MS = 253_402_300_799_999
+#: Windows one row of a sliding window may fall into (``window_ms / slide_ms``) on Spark: its
+#: window expands each row into one row per window, one projection each (the analyzer's
+#: ``Expand``), and the query's plan grows with them. Measured with 200 events (local[*],
+#: default driver heap): 300 windows ran in 22 s, 1,000 in 98 s, 3,000 killed the JVM and
+#: 10,000 (the spec's own bound) failed with "Java heap space".
+MAX_SLIDING_WINDOWS = 1_000
 
 
 class SparkQueryError(RuntimeError):
@@ -138,8 +149,12 @@ class QuerySettings:
     @property
     def offset_ms(self) -> int:
         """How far the query's event time lies past the events' ts (:data:`TIME_OFFSET_MS`,
-        rounded up to a multiple of the window and slide so windows stay aligned)."""
-        step = math.lcm(self.window_ms, self.slide_ms) if self.kind.endswith("_window") else 1
+        rounded up to a multiple of the window, and of the slide for a sliding window, so
+        windows stay aligned). Not of a slide a tumbling window does not have: the default
+        ``slide_ms`` (2,000) made a 2**50 ms window's offset 125 times the window, whose
+        timestamps overflowed Spark's (``[DATETIME_OVERFLOW]``)."""
+        step = {"tumbling_window": self.window_ms,
+                "sliding_window": math.lcm(self.window_ms, self.slide_ms)}.get(self.kind, 1)
         return -(-TIME_OFFSET_MS // step) * step
 
     @property
@@ -151,6 +166,48 @@ class QuerySettings:
         evicts_by_delay = self.kind.endswith("window") or self.kind == "interval_join"
         return replace(self, keep_state=True, join_bound_ms=None,
                        delay_ms=REFERENCE_DELAY_MS if evicts_by_delay else self.delay_ms)
+
+
+def range_problem(q: QuerySettings, start_ms: int, end_ms: int) -> str | None:
+    """Why Spark cannot run ``q`` over events of ts ``start_ms``..``end_ms``, in one line
+    (None: it can): a sliding window with more windows per row than :data:`MAX_SLIDING_WINDOWS`,
+    or a timestamp the query makes outside Spark's range (:data:`SPARK_MIN_MS`..
+    :data:`SPARK_MAX_MS`): the events' ts plus the query's offset, its end marker
+    :data:`END_AHEAD_MS` past them, and how far a window, a session gap or a join bound reaches
+    beyond or before an event. Known before any work, so a lane says it up front."""
+    if q.kind == "sliding_window" and -(-q.window_ms // q.slide_ms) > MAX_SLIDING_WINDOWS:
+        return (f"a sliding window of {q.window_ms} ms by {q.slide_ms} ms puts each row in "
+                f"{-(-q.window_ms // q.slide_ms)} windows; Spark expands every row into one "
+                f"row per window, one projection each, and past {MAX_SLIDING_WINDOWS:,} windows "
+                "the query does not fit the JVM's heap")
+    after = {"tumbling_window": ("window_ms", q.window_ms),
+             "sliding_window": ("window_ms", q.window_ms),
+             "session_window": ("gap_ms", q.gap_ms),
+             "interval_join": ("upper_ms", max(q.upper_ms, 0)),
+             "regular_join": ("the join's time bound (the TTL)", q.join_bound_ms or 0)}
+    name, reach = after.get(q.kind, ("", 0))
+    top = end_ms + q.offset_ms + END_AHEAD_MS + reach
+    if top > SPARK_MAX_MS:
+        return (f"the query's timestamps would reach {top} ms (about year {_year(top)}), past "
+                f"Spark's timestamp range (years 1 to 9999, up to {SPARK_MAX_MS} ms): the "
+                f"events' ts reach {end_ms} ms, and the query adds {q.offset_ms} ms (its "
+                f"offset, aligned to its windows), {END_AHEAD_MS} ms to its end marker"
+                + (f" and {name} {reach} ms" if reach else ""))
+    before = {"interval_join": ("lower_ms", min(q.lower_ms, 0)),
+              "regular_join": ("the join's time bound (the TTL)", -(q.join_bound_ms or 0))}
+    name, reach = before.get(q.kind, ("", 0))
+    bottom = start_ms + q.offset_ms + reach
+    if bottom < SPARK_MIN_MS:
+        return (f"the query's timestamps would reach {bottom} ms (about year {_year(bottom)}), "
+                f"before Spark's timestamp range (years 1 to 9999, from {SPARK_MIN_MS} ms): the "
+                f"events' ts start at {start_ms} ms, the query adds {q.offset_ms} ms (its "
+                f"offset) and {name} {-reach} ms before it")
+    return None
+
+
+def _year(epoch_ms: int) -> int:
+    """The (proleptic Gregorian, about) year of an epoch ms, also outside datetime's range."""
+    return 1970 + math.floor(epoch_ms / 31_556_952_000)
 
 
 # ------------------------------------------------------------------------------------------------

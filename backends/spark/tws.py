@@ -3,9 +3,10 @@ on Spark's RocksDB state store, fed micro-batches on a paced clock.
 
 What runs: the events (one row each: ``key``, ``ord`` = position in time order, ``op`` code,
 ``v`` = the value to write, ``mk`` = map key) are cut into slices of ``slice_ms`` wall ms by
-their release time, each slice one Parquet file written ahead into a staging folder; a feeder
-thread renames each file into the query's input folder when the wall clock reaches its slice
-(a rename is atomic, so Spark's file source never lists half a file). The query
+their release time, each slice one Parquet file written a bounded stretch ahead into a staging
+folder; a feeder thread renames each file into the query's input folder when the wall clock
+reaches its slice (a rename is atomic, so Spark's file source never lists half a file) and
+deletes the files the query has read (``backends.spark.slices``). The query
 (``groupBy(key).transformWithState(SpecProcessor, ..., "ProcessingTime")``, a processing-time
 trigger every ``trigger_ms``, a memory sink) picks up whatever was released since its last
 batch. :class:`SpecProcessor` keeps one state variable per spec state type (value, list, map)
@@ -54,7 +55,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import suppress
@@ -67,6 +67,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from backends.spark.files import folder_bytes, folder_files
+from backends.spark.slices import (  # write_slices: the lane's tests cut slices here
+    Feeder,
+    SliceWriter,
+    plan_slices,
+    write_slices,  # noqa: F401
+)
 
 try:  # the processor's base class: a plain object where pyspark is missing (the lane's
     # check() then says so), so that importing this module never fails
@@ -268,48 +274,6 @@ class QueryResult:
     start_s: float = 0.0
 
 
-def write_slices(events: pa.Table, release_ms: np.ndarray, slice_ms: int,
-                 staging: Path) -> list[tuple[int, Path]]:
-    """The events as one Parquet file per ``slice_ms`` of release time: (release offset ms of
-    the slice's end, file), in release order. ``release_ms`` = each event's wall ms after the
-    start; the events are in that order."""
-    slots = (np.asarray(release_ms, dtype=np.int64) // slice_ms).astype(np.int64)
-    out: list[tuple[int, Path]] = []
-    if len(slots) == 0:
-        return out
-    bounds = np.flatnonzero(np.diff(slots)) + 1
-    starts = np.concatenate([[0], bounds])
-    ends = np.concatenate([bounds, [len(slots)]])
-    staging.mkdir(parents=True, exist_ok=True)
-    for i, (lo, hi) in enumerate(zip(starts.tolist(), ends.tolist())):
-        path = staging / f"slice-{i:06d}.parquet"
-        pq.write_table(events.slice(lo, hi - lo), path)
-        out.append((int(slots[lo] + 1) * slice_ms, path))
-    return out
-
-
-class _Feeder(threading.Thread):
-    """Renames each staged slice into the input folder at its release time."""
-
-    def __init__(self, slices: list[tuple[int, Path]], input_dir: Path, t0: float) -> None:
-        super().__init__(name="statebench-spark-tws-feeder", daemon=True)
-        self.slices, self.input_dir, self.t0 = slices, input_dir, t0
-        self.stop_event = threading.Event()
-        self.released = 0
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            for due_ms, path in self.slices:
-                wait = self.t0 + due_ms / 1000.0 - time.time()
-                if wait > 0 and self.stop_event.wait(wait):
-                    return
-                os.rename(path, self.input_dir / path.name)
-                self.released += 1
-        except BaseException as exc:  # reported by the driver loop
-            self.error = exc
-
-
 def _set_confs(spark: Any, confs: dict[str, str]) -> dict[str, str | None]:
     old: dict[str, str | None] = {}
     for key, value in confs.items():
@@ -335,13 +299,16 @@ class _Progress:
         self.by_batch: dict[int, dict[str, Any]] = {}
         self.sizes: dict[int, tuple[int, int]] = {}
         self._seen: dict[str, int] = {}
+        #: epoch s of the latest reported batch's trigger start: the query has read every
+        #: file released before it (``backends.spark.slices.Feeder.prune``)
+        self.latest_start_s = 0.0
 
     def poll(self) -> bool:
         """Take the batches reported since the last poll; True when there was one. A failed
         query raises its root cause."""
         error = self.query.exception()
         if error is not None:
-            raise SparkQueryError(root_cause(str(error))) from None
+            raise SparkQueryError(root_cause(str(error))) from error  # --verbose: Spark's
         fresh = False
         for p in self.query.recentProgress:
             batch = int(p["batchId"])
@@ -349,6 +316,8 @@ class _Progress:
                 continue
             self.by_batch[batch] = p
             fresh = True
+            with suppress(KeyError, TypeError, ValueError):
+                self.latest_start_s = max(self.latest_start_s, _epoch_s(p["timestamp"]))
             now = folder_files(self.checkpoint_dir)
             new = sum(size for path, size in now.items() if self._seen.get(path) != size)
             self.sizes[batch] = (sum(now.values()), new)
@@ -366,7 +335,8 @@ def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: Qu
     under load here), so the events' release is not swallowed by the query's start."""
     staging, input_dir = work_dir / "staging", work_dir / "input"
     input_dir.mkdir(parents=True, exist_ok=True)
-    slices = write_slices(events, release_ms, settings.slice_ms, staging)
+    staging.mkdir(parents=True, exist_ok=True)
+    plan = plan_slices(release_ms, settings.slice_ms)
     warm = staging / "warm-up.parquet"
     pq.write_table(events.slice(0, 0), warm)
     n = events.num_rows
@@ -380,9 +350,11 @@ def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: Qu
         "spark.sql.streaming.numRecentProgressUpdates": "100000",
     })
     query = None
-    feeder: _Feeder | None = None
+    writer = SliceWriter(events, plan, staging)  # fills its stretch ahead during the warm-up
+    feeder: Feeder | None = None
     started = time.time()
     try:
+        writer.start()
         stream = (spark.readStream.schema(spark_schema).parquet(str(input_dir))
                   .groupBy("key")
                   .transformWithState(SpecProcessor(settings.processor), OUTPUT_DDL, "Append",
@@ -400,9 +372,9 @@ def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: Qu
             time.sleep(0.05)
         warm_up = set(progress.by_batch)
         t0 = time.time()
-        feeder = _Feeder(slices, input_dir, t0)
+        feeder = Feeder(writer, input_dir, t0)
         feeder.start()
-        last_due = slices[-1][0] / 1000.0 if slices else 0.0
+        last_due = int(plan.due_ms[-1]) / 1000.0 if len(plan) else 0.0
         deadline = t0 + last_due + settings.timeout_s
         consumed = 0
         while True:
@@ -410,9 +382,11 @@ def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: Qu
             fresh = progress.poll()
             if feeder.error is not None:
                 raise feeder.error
+            if fresh:  # what the query has read is not needed again (disk, a fast Ctrl-C)
+                feeder.prune(progress.latest_start_s)
             # Spark's numInputRows missed a first batch's rows here (0 for a batch that read
             # a file): the sink's rows, one per event, say how far the query got
-            if (fresh or not n) and feeder.released == len(slices):
+            if (fresh or not n) and feeder.released == len(plan):
                 consumed = int(spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0])
                 if consumed >= n:
                     break
@@ -431,15 +405,25 @@ def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: Qu
             checkpoint_end_bytes=folder_bytes(checkpoint_dir), events=n,
             start_s=t0 - started)
     finally:
+        writer.stop()
         if feeder is not None:
-            feeder.stop_event.set()
+            feeder.stop()
             feeder.join(5)
+        if writer.ident is not None:  # started
+            writer.join(5)
         if query is not None:
             with suppress(Exception):
                 query.stop()
         with suppress(Exception):
             spark.catalog.dropTempView(name)
         _restore_confs(spark, old)
+
+
+def _epoch_s(iso: str) -> float:
+    """A progress ``timestamp`` (ISO 8601, UTC, ``Z``) as epoch seconds."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 _PA_DDL = {pa.int8(): "tinyint", pa.int32(): "int", pa.int64(): "bigint", pa.string(): "string",

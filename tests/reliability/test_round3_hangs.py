@@ -4,7 +4,7 @@
   grew to 18.3 GB in 90 s with no output. It is now refused before any work, with the numbers.
 * Progress existed per finished job only: one long job showed nothing for half an hour. The
   in-process engine now reports how far a job has read its input, and the run says up front
-  what it holds (``workloads.cli.progress``).
+  what it holds and takes (``workloads.run.estimate``, issue 42).
 * Paths handed to Flink as ``file:`` URI strings (a folder with a space, '#' or '%') made the
   flink-sql job wait: ``tests/flink/test_sql_job.py``.
 """
@@ -87,12 +87,16 @@ class _Clock:
 
 
 def test_a_long_job_prints_progress_before_it_ends_and_an_estimate_up_front() -> None:
+    """The line up front is now the run's estimate (``workloads.run.estimate``, printed by the
+    CLI: tests/reliability/test_round4_long_runs.py); until a job has read anything its ETA
+    is that estimate's."""
     out, clock = io.StringIO(), _Clock()
-    progress = Progress(2, "w", stream=out, clock=clock, events=1_000_000, min_job_s=30.0,
-                        plan_stream=out)
+    progress = Progress(2, "w", stream=out, clock=clock, estimate_s=600.0)
+    assert out.getvalue() == ""
+    clock.now = 30.0
+    progress.tick()
     assert out.getvalue().splitlines() == [
-        "statebench: w: 2 jobs of 1,000,000 events, at least 60 s on the paced clock "
-        "(30 s a job)"]
+        "statebench: w 0/2 jobs, 30 s elapsed, ETA 10 min (estimated)"]
     clock.now = 60.0
     progress.within(250_000, 1_000_000)
     line = out.getvalue().splitlines()[-1]

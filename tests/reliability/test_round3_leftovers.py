@@ -23,8 +23,9 @@ import psutil
 import pytest
 
 from workloads.cli.lifecycle import command_scope
-from workloads.lanes.flink_sql_job import job_checkpoint_dir, local_checkpoint_root, prune_empty
+from workloads.lanes.flink_sql_job import prune_empty
 from workloads.run import run_tempdirs
+from workloads.run.checkpoints import job_checkpoint_dir, local_checkpoint_root
 from workloads.run.config import OperatorConfig
 
 
@@ -86,8 +87,9 @@ def test_flink_sql_checkpoints_go_under_the_run_id_and_a_file_uri_is_its_path(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     root = tmp_path / "ck"
-    a = job_checkpoint_dir(_op_cfg("run-a"), f"file://{root}", tmp_path / "work")
-    b = job_checkpoint_dir(_op_cfg("run-b"), str(root), tmp_path / "work")
+    a = job_checkpoint_dir(_op_cfg("run-a"), f"file://{root}", tmp_path / "work",
+                           "flink-sql")
+    b = job_checkpoint_dir(_op_cfg("run-b"), str(root), tmp_path / "work", "flink-sql")
     assert a.is_absolute() and a.is_relative_to(root) and b.is_relative_to(root)
     assert a != b and "run-a" in a.parts and "run-b" in b.parts
     assert local_checkpoint_root("file:///") == Path("/")

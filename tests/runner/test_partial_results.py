@@ -21,6 +21,7 @@ import pytest
 from tests.runner.conftest import deterministic
 from workloads import cli
 from workloads.cli.progress import Progress
+from workloads.errors import InfrastructureError
 from workloads.report.load import load_run
 from workloads.results.completion import NOT_RUN
 from workloads.results.store import RunFolder, run_metadata, write_run
@@ -92,8 +93,10 @@ def complete_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def failed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A run whose second scenario fails (a planted error in its job), written as it went;
-    the folder and the scenario that finished."""
+    """A run whose second scenario stops it (a planted error in its job, one that stops a
+    run: an environment error; a job's failure in its engine does not, see
+    tests/reliability/test_round4_engine_errors.py), written as it went; the folder and the
+    scenario that finished."""
     results = tmp_path_factory.mktemp("failed")
     engine = InProcessEngine()
     first = engine.run_job
@@ -101,7 +104,7 @@ def failed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
     def planted(op_cfg: Any) -> Any:
         if ran:
-            raise RuntimeError("planted failure in the second scenario")
+            raise InfrastructureError("planted failure in the second scenario")
         ran.append(op_cfg.strategy)
         return first(op_cfg)
 
@@ -174,11 +177,11 @@ def test_an_error_in_a_later_scenario_keeps_the_earlier_one(failed_run: tuple[Pa
     run_dir, first = failed_run
     progress = _meta(run_dir)["progress"]
     assert progress["stopped"] == "failed"
-    assert progress["error"] == "RuntimeError: planted failure in the second scenario"
+    assert progress["error"] == "InfrastructureError: planted failure in the second scenario"
     assert [f["strategy"] for f in progress["finished"]] == [first]
     run_ = load_run(run_dir)
-    assert run_.incomplete == (f"{INCOMPLETE} (1 of 2 jobs; stopped by an error: RuntimeError: "
-                               "planted failure in the second scenario)")
+    assert run_.incomplete == (f"{INCOMPLETE} (1 of 2 jobs; stopped by an error: "
+                               "InfrastructureError: planted failure in the second scenario)")
     assert [k.strategy for k in run_.samples] == [first]
 
 

@@ -186,10 +186,10 @@ def series(table: pa.Table, metric: str) -> list[float]:
 def checkpoint_folder(lane: SparkTwsLane, cfg: Any, root: str) -> Path:
     """Where the lane put the query's checkpoint (``SparkTwsLane.checkpoint_dir``'s layout;
     calling it would empty the folder)."""
-    from workloads.run.checkpoints import slug
+    from workloads.run.checkpoints import round_folder, slug
 
-    return (Path(root) / slug(cfg.run_id) / slug(cfg.scenario.label) / f"rep-{cfg.repetition}"
-            / lane.name)
+    return (Path(root) / slug(cfg.run_id) / slug(cfg.scenario.label)
+            / round_folder(cfg.repetition) / lane.name)
 
 
 def state_files(folder: Path) -> list[str]:

@@ -3,7 +3,8 @@
 This module only dispatches. Each command lives in its own module of this package that exposes
 ``add_parser(subparsers)``, which adds one or more subcommands and sets ``handler`` (a function
 ``args -> exit code``) as a parser default: ``run`` adds ``run``; ``compare`` adds ``compare``
-and ``report``; ``diff`` adds ``diff``; ``ab`` adds ``ab``; ``regress`` adds ``regress``.
+and ``report``; ``diff`` adds ``diff``; ``ab`` adds ``ab``; ``regress`` adds ``regress``;
+``publish`` adds ``publish``.
 
 Errors the user can fix (a bad spec, an unknown backend or strategy, ...) exit with status 2 and
 one line on stderr, without a traceback: raise :class:`~workloads.cli.options.CliError` (also
@@ -14,8 +15,12 @@ A Flink lane's failed command is its root cause in one line (``cli/display.py``)
 raised inside a Spark task is unwrapped from Spark's (``engines/spark.py``: statebench's own as
 themselves, others as one line naming their type, exit 1), and py4j's own log of a broken JVM
 link is dropped. ``--verbose`` (before or after the command) prints the full traceback, Java
-stack and task trace as well. SIGTERM/SIGINT remove the run's temporary folders before the
-process ends (``workloads.run.run_tempdirs``); an interrupted command exits with 130.
+stack and task trace as well. A job that fails in its engine (Spark, Flink, a Flink worker,
+RocksDB) does not stop the run: the others run, and the run ends with one line per failed job
+naming its lane, scenario and round and the engine's own message, exit 1
+(``cli/failures.py``, ``workloads.run.job_errors``). SIGTERM/SIGINT remove the run's temporary
+folders before the process ends (``workloads.run.run_tempdirs``); an interrupted command exits
+with 130.
 
 What the commands share (the usage error, option parsers, ``diff``'s and ``ab``'s round
 options) lives in ``cli/options.py``, which imports no command module; no command imports this
@@ -33,7 +38,7 @@ from collections.abc import Sequence
 
 from backends.flink.errors import FlinkWorkerError
 from workloads.cli.options import CliError
-from workloads.errors import InfrastructureError
+from workloads.errors import InfrastructureError, JobsFailed
 from workloads.generator import TraceError
 from workloads.report.load import RunFolderError
 from workloads.run.plan import PlanError
@@ -60,9 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="on an error, print the full traceback too")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    from workloads.cli import ab, compare, diff, regress, run
+    from workloads.cli import ab, compare, diff, publish, regress, run
 
-    for module in (run, compare, diff, ab, regress):
+    for module in (run, compare, diff, ab, regress, publish):
         module.add_parser(subparsers)
     for sub in set(subparsers.choices.values()):  # also accepted after the command
         sub.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
@@ -103,15 +108,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quiet_py4j()
     run_tempdirs.install_signal_handlers()
     try:
-        return int(args.handler(args) or 0)
+        try:
+            return int(args.handler(args) or 0)
+        except BaseException as exc:  # jobs that failed before what stopped the run
+            from workloads.cli.failures import say_earlier_failures
+
+            say_earlier_failures(exc, verbose)
+            raise
     except USAGE_ERRORS as exc:
         return _fail(str(exc), verbose)
+    except JobsFailed as exc:  # one line per job that failed in its engine; the rest is kept
+        from workloads.cli.failures import say_failures
+
+        return say_failures(exc, verbose)
     except FlinkWorkerError as exc:  # a Java stack: its root cause in one line
         from workloads.cli.display import flink_summary
 
         hint = "" if verbose else " (--verbose shows the Java stack)"
         return _fail(f"{flink_summary(str(exc))}{hint}", verbose)
     except OSError as exc:  # a full disk, a folder gone: the cause in one line
+        from workloads.run.job_errors import engine_message, jvm_link_lost
+
+        if jvm_link_lost(exc):  # not the environment: Spark's JVM died outside a job
+            return _fail(engine_message(exc), verbose, status=1)
         hint = "" if verbose else " (--verbose shows where)"
         return _fail(f"{exc}{hint}", verbose)
     except Exception as exc:

@@ -12,6 +12,11 @@ Each revision is exported with ``git archive`` into a temporary folder and run f
 dependencies, nothing is built or downloaded, and the checkout is not touched. ``.`` stands for
 the working tree as it is (uncommitted changes included).
 
+Before anything is exported it prints the estimate of the session (the run as this code plans
+it, times two sides and the rounds) and refuses one beyond 6 hours or the free disk unless
+``--allow-long``, which each round's run is then given where its revision knows it; a line
+after each run says how far the session is, with its ETA.
+
 Output: ``<results-dir>/ab-<time>/`` with ``A/`` and ``B/`` (one run folder per round),
 ``ab.json`` (revisions, commits and the order the runs were taken in) and ``diff.html``.
 ``statebench diff --rerun RUN_A RUN_B`` uses the same machinery to re-run two stored
@@ -64,8 +69,10 @@ Runner = Callable[[Invocation, Path], Path]
 
 
 def interleave(a: Invocation, b: Invocation, rounds: int, runner: Runner,
-               root: Path) -> list[dict[str, Any]]:
+               root: Path, on_run: Callable[[str], None] | None = None,
+               ) -> list[dict[str, Any]]:
     """Run A, B, A, B, ... ``rounds`` times each; return the log in the order runs were taken.
+    ``on_run(label)`` is told of each finished run (progress lines with an ETA).
 
     Strict alternation keeps drift symmetric: whatever slows the machine down during the
     session lands on A and B rounds alike instead of on whichever side ran second.
@@ -79,6 +86,8 @@ def interleave(a: Invocation, b: Invocation, rounds: int, runner: Runner,
             run_dir = runner(inv, root / inv.label)
             log.append({"round": round_no, "side": inv.label, "started_utc": started,
                         "run_dir": str(run_dir)})
+            if on_run is not None:
+                on_run(f"round {round_no + 1} {inv.label}")
     return log
 
 
@@ -261,6 +270,15 @@ def run_args(meta: dict[str, Any], spec_file: Path, repetitions: int | None = No
     args = ["run", str(spec_file), "--backend", ",".join(map(str, config["backends"]))]
     for strategy in config.get("strategies") or []:
         args += ["--strategy", str(strategy)]
+    swept = config.get("sweep")
+    if swept is not None:  # its scenarios' labels are among the strategies: the sweep says
+        # what they run (a stored sweep that no longer parses is refused by the run, one line)
+        if not isinstance(swept, dict):
+            raise CliError("run.json's config.sweep is not a sweep record")
+        from workloads.run.sweep import Sweep
+
+        args += ["--sweep", Sweep(str(swept.get("strategy")), str(swept.get("knob")),
+                                  tuple(swept.get("values") or ())).text]
     options = (("parallelism", "--parallelism"), ("source_partitions", "--source-partitions"),
                ("warmup_fraction", "--warmup"), ("time_speedup", "--time-speedup"),
                ("batch_size", "--batch-size"), ("sample_interval_ms", "--sample-interval-ms"))
@@ -331,14 +349,22 @@ def session(results_dir: str | Path) -> Iterator[Path]:
 
 
 def run_session(a: Invocation, b: Invocation, rounds: int, root: Path, alpha: float,
-                runner: Runner = subprocess_runner, extra: dict[str, Any] | None = None) -> Path:
-    """Interleave the rounds, record them in ab.json, write diff.html, print the verdicts."""
+                runner: Runner = subprocess_runner, extra: dict[str, Any] | None = None,
+                estimate_s: float | None = None) -> Path:
+    """Interleave the rounds, record them in ab.json, write diff.html, print the verdicts.
+    A line after each run, with the ETA (``estimate_s``: the session's estimate, until a
+    run has ended)."""
+    from workloads.cli.progress import Progress
     from workloads.report.diff import summary_lines, write_diff_page
     from workloads.report.load import load_run
     from workloads.report.verdict import Side
     from workloads.results.store import write_text_atomic
 
-    log = interleave(a, b, rounds, runner, root)
+    progress = Progress(2 * rounds, root.name, estimate_s=estimate_s, unit="runs")
+    try:
+        log = interleave(a, b, rounds, runner, root, on_run=progress.advance)
+    finally:
+        progress.close()
     record = {
         "rounds": rounds,
         "sides": {inv.label: {"describe": inv.describe, "args": list(inv.args)}
@@ -427,14 +453,21 @@ def ab_command(args: argparse.Namespace) -> int:
     if args.in_process:
         common.append("--in-process")
     common.append("--no-report")
+    from workloads.cli.long_runs import forwarded, session_estimate
+    from workloads.cli.run import argv_estimate
+
+    est = session_estimate([common, common], args.rounds, args.results_dir, "ab",
+                           args.allow_long, argv_estimate)  # said always; refused if too long
     with run_tempdirs.temp_dir("statebench-ab-") as tmp:  # owner-tagged: swept if killed
         trees = {}
         for label, rev in (("A", args.rev_a), ("B", args.rev_b)):
             trees[label] = export_revision(repo, rev, Path(tmp) / label)
-        a, b = (Invocation(label, tuple(common), *trees[label]) for label in ("A", "B"))
+        a, b = (Invocation(label, forwarded(common, trees[label][0], args.allow_long),
+                           *trees[label]) for label in ("A", "B"))
         with session(args.results_dir) as root:
             run_session(a, b, args.rounds, root, args.alpha,
                         extra={"revisions": {"A": args.rev_a, "B": args.rev_b},
-                               "commits": commits})
+                               "commits": commits},
+                        estimate_s=None if est is None else est.wall_s)
     return 0
 

@@ -4,8 +4,9 @@ compare: the main job. Runs the default comparison matrix (statebench's heap and
 backends and Flink's own as reference lanes x every applicable cleanup strategy, on a
 session-churn, a YCSB, a paced processing-time, a Nexmark join and a Nexmark dedup
 workload, in Spark local[*]), writes results/<run-id>/ and renders its self-contained
-report.html. The folder is written as the comparison goes: one that stops (Ctrl-C, SIGTERM,
-an error) keeps the jobs that finished, marked incomplete in run.json.
+report.html, after printing its estimate (wall time, disk; one beyond 6 hours or the free
+disk is refused unless --allow-long). The folder is written as the comparison goes: one that
+stops (Ctrl-C, SIGTERM, an error) keeps the jobs that finished, marked incomplete in run.json.
 report: re-renders a run's report from its stored rows (and says so when the run is
 incomplete).
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from workloads import limits
 from workloads.cli.checks import bounded
+from workloads.cli.long_runs import add_allow_long, announce
 from workloads.cli.options import CliError, joined, positive, refuse_duplicates
 from workloads.cli.progress import Progress
 from workloads.results.store import DEFAULT_RESULTS_DIR
@@ -53,6 +55,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="operator tasks (default 2)")
     p.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR,
                    help=f"where the run folder goes (default {DEFAULT_RESULTS_DIR}/)")
+    add_allow_long(p, "the comparison")
     p.set_defaults(handler=compare_command)
 
     r = subparsers.add_parser("report", help="re-render a run's report.html from its rows")
@@ -74,7 +77,7 @@ def compare_command(args: argparse.Namespace) -> int:
     from workloads.cli.checks import non_empty, writable_dir
     from workloads.cli.display import summary_table
     from workloads.cli.lifecycle import command_scope
-    from workloads.cli.run import refuse_empty_run, refuse_long_schedule, say_kept
+    from workloads.cli.run import refuse_empty_run, refuse_long_schedule
     from workloads.report import render_report
     from workloads.results.store import RunExistsError, run_dir_free
     from workloads.run import run_tempdirs
@@ -120,7 +123,15 @@ def compare_command(args: argparse.Namespace) -> int:
         run_dir_free(args.results_dir, configs[0].run_id)
     except RunExistsError as exc:
         raise CliError(f"--results-dir {args.results_dir}: {exc}") from None
-    progress = Progress(planned_jobs(configs), "compare")  # a bar with ETA, or log lines
+    from workloads.cli.run import refuse_long_trace
+    from workloads.run.estimate import estimate
+
+    for config in configs:  # a trace's span from its footer: the engine's words, first
+        refuse_long_trace(config)
+    est = estimate(configs, args.in_process, args.master, args.results_dir)
+    announce(est, "compare", args.allow_long)  # always said; refused beyond the bound
+    progress = Progress(planned_jobs(configs), "compare",  # a bar with ETA, or log lines
+                        estimate_s=est.wall_s)
     step, close = progress.step, progress.close
     folder = ComparisonFolder(configs, args.results_dir)  # written as each job finishes
     with command_scope(args.results_dir):  # no process or folder of the run outlives it
@@ -132,8 +143,10 @@ def compare_command(args: argparse.Namespace) -> int:
             finally:
                 close()
             run_dir = write_comparison(outcomes, args.results_dir, folder)  # complete
-        except BaseException:
-            say_kept(folder.kept())
+        except BaseException as exc:
+            from workloads.cli.failures import say_stopped
+
+            say_stopped(folder.folder, exc)  # jobs failed: the report too
             raise
         report = render_report(run_dir)
     for outcome in outcomes:

@@ -84,7 +84,11 @@ def diff_command(args: argparse.Namespace) -> int:
 
 
 def _rerun(run_a: Path, run_b: Path, args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from workloads.cli.ab import invocation_from_run, run_session, session
+    from workloads.cli.long_runs import forwarded, session_estimate
+    from workloads.cli.run import argv_estimate
     from workloads.results.store import write_text_atomic
     from workloads.run import run_tempdirs
 
@@ -92,9 +96,14 @@ def _rerun(run_a: Path, run_b: Path, args: argparse.Namespace) -> int:
         # both stored configurations are read and checked before the session folder exists
         a = invocation_from_run(run_a, "A", Path(tmp), args.repetitions)
         b = invocation_from_run(run_b, "B", Path(tmp), args.repetitions)
+        est = session_estimate([a.args, b.args], args.rounds, args.results_dir,
+                               "diff --rerun", args.allow_long, argv_estimate)  # or refused
+        a, b = (replace(inv, args=forwarded(inv.args, inv.source, args.allow_long))
+                for inv in (a, b))
         with session(args.results_dir) as root:
             out = run_session(a, b, args.rounds, root, args.alpha,
-                              extra={"rerun_of": {"A": str(run_a), "B": str(run_b)}})
+                              extra={"rerun_of": {"A": str(run_a), "B": str(run_b)}},
+                              estimate_s=None if est is None else est.wall_s)
     if args.output:
         write_text_atomic(args.output, out.read_text(encoding="utf-8"))
         print(f"copied:  {args.output}")

@@ -124,3 +124,7 @@ def add_rounds_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results-dir", default=DEFAULT_RESULTS_DIR,
                    help=f"where the ab-<time>/ session folder goes "
                         f"(default {DEFAULT_RESULTS_DIR}/)")
+    p.add_argument("--allow-long", action="store_true",  # workloads/cli/long_runs.py
+                   help="start the rounds even when their estimate (printed first, always) is "
+                        "more than 6 h of wall time or more disk than is free; passed on to "
+                        "each round's run where its revision knows it")

@@ -2,9 +2,11 @@
 
 Runs inside Spark (default master ``local[*]``, any cluster with ``--master``) or in this
 process (``--in-process``), writes ``<results-dir>/<run-id>/rows.parquet`` and ``run.json``,
-renders ``report.html`` next to them, and prints a summary table. The folder is written as
-the run goes: a run that stops (Ctrl-C, SIGTERM, an error) keeps the jobs that finished,
-marked incomplete in run.json.
+renders ``report.html`` next to them, and prints a summary table. Before any work it prints
+its estimate (wall time, disk) and refuses, in one line, a run beyond 6 hours or the free disk
+unless ``--allow-long`` (``workloads/run/estimate.py``). The folder is written as the run
+goes: a run that stops (Ctrl-C, SIGTERM, an error) keeps the jobs that finished, marked
+incomplete in run.json.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import dataclasses
 import math
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from workloads import limits
 from workloads.cli.checks import bounded
+from workloads.cli.long_runs import add_allow_long, announce
 from workloads.cli.options import CliError, joined, positive
 from workloads.cli.progress import Progress
 from workloads.results.store import DEFAULT_RESULTS_DIR, RunFolder, write_run
@@ -28,6 +32,9 @@ from workloads.run.engines import make_engine
 from workloads.run.plan import RunConfig, RunOutcome, plan_scenarios
 from workloads.run.runner import run
 from workloads.spec import load_spec
+
+if TYPE_CHECKING:
+    from workloads.run.estimate import Estimate
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -79,6 +86,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="run one strategy at several values of one knob, beside the baseline "
                         "none (as `statebench compare --sweep`)")
     p.add_argument("--no-report", action="store_true", help="do not render report.html")
+    add_allow_long(p)
     p.add_argument("--fail-task-once", type=int, default=None, help=argparse.SUPPRESS)
     p.set_defaults(handler=run_command)
 
@@ -149,10 +157,30 @@ def build_config(args: argparse.Namespace, checkpoint_root: str | None) -> RunCo
     )
 
 
+def argv_estimate(run_argv: Sequence[str], results_dir: str) -> Estimate:
+    """The estimate of ``statebench run_argv`` (``["run", SPEC, ...]``) as this code plans it,
+    parsed by this command's own parser (``ab`` and ``diff --rerun`` estimate the runs of their
+    rounds before any of them starts); CliError or the planner's error when it cannot."""
+    parser = argparse.ArgumentParser(prog="statebench", add_help=False)
+    commands = parser.add_subparsers(dest="command")
+    add_parser(commands)
+
+    def refuse(message: str) -> NoReturn:
+        raise CliError(message)
+
+    for sub in (parser, *commands.choices.values()):
+        sub.error = refuse  # type: ignore[method-assign]
+    args = parser.parse_args(list(run_argv))
+    from workloads.run.estimate import estimate
+
+    return estimate([build_config(args, None)], args.in_process, args.master, results_dir)
+
+
 def refuse_long_schedule(cfg: RunConfig) -> None:
     """A generated run's checkpoints and samples are planned up front (every barrier at once):
     their number is bounded by ``workloads.limits`` and checked before any event is made (a
-    trace's, once its rows are read: ``workloads.run.engines.schedule``)."""
+    trace's, once its rows are read: ``workloads.run.engines.schedule``, and before the
+    estimate where its footer states its span: :func:`refuse_long_trace`)."""
     from workloads.run.config import default_sample_interval
     from workloads.run.plan import spec_time_frame
 
@@ -169,9 +197,42 @@ def refuse_long_schedule(cfg: RunConfig) -> None:
     problem = limits.schedule_problem(span, None, sample)
     if problem is not None:
         raise CliError(f"--sample-interval-ms {sample}: the run {problem}")
-    problem = limits.paced_problem(span, cfg.speedup) if cfg.clock == "paced" else None
-    if problem is not None:
+    problem = limits.paced_problem(span, cfg.speedup) if paces(cfg) else None
+    if problem is not None:  # a bound --allow-long does not lift
         raise CliError(f"the paced run of {cfg.spec.name} {problem}")
+
+
+def refuse_long_trace(cfg: RunConfig) -> None:
+    """The engine's schedule check of a trace (``workloads.run.engines.schedule``), made on the
+    span its Parquet footer states, with the same words, before the estimate reads that span
+    (nothing when it states none: the engine checks the rows)."""
+    from workloads.generator import TraceError, total_events
+    from workloads.run.config import default_sample_interval
+    from workloads.run.estimate import trace_span_ms
+
+    if cfg.spec.source.kind != "trace":
+        return
+    total_events(cfg.spec)  # a regular, bounded, well-formed trace first (never a FIFO)
+    span = trace_span_ms(cfg.spec)
+    if span is None:
+        return
+    sample = cfg.sample_interval_ms or default_sample_interval(0, span)
+    problem = limits.schedule_problem(span, cfg.spec.checkpoints.interval_ms, sample)
+    if problem is None and paces(cfg):
+        problem = limits.paced_problem(span, cfg.speedup)
+    if problem is not None:
+        raise TraceError(f"trace {cfg.spec.source.path}: the run over its timestamps {problem}")
+
+
+def paces(cfg: RunConfig) -> bool:
+    """Whether a job of the run releases its records on the wall clock: every job of a
+    ProcessingTime spec, and the jobs of the lanes that always pace (flink-sql, spark-tws:
+    their TTL runs on processing time), under EventTime too (issue 42: a 1.5-day EventTime
+    spec on spark-tws took 36 hours, and no bound applied)."""
+    from workloads.lanes import LANES
+
+    runnable, _ = plan_scenarios(cfg)
+    return cfg.clock == "paced" or any(LANES[s.backend].paces(cfg) for s in runnable)
 
 
 def refuse_empty_run(*configs: RunConfig) -> None:
@@ -243,11 +304,17 @@ def run_command(args: argparse.Namespace) -> int:
     cfg = build_config(args, args.checkpoint_dir)
     refuse_empty_run(cfg)
     preflight(args, cfg)
+    from workloads.run.estimate import estimate
+
+    refuse_long_trace(cfg)
+    est = estimate([cfg], args.in_process, args.master, args.results_dir)
+    announce(est, cfg.spec.name, getattr(args, "allow_long", False))  # or refused, in one line
     with command_scope(args.results_dir):  # no process or folder of the run outlives it
-        return _run_checked(args, cfg)
+        return _run_checked(args, cfg, est.wall_s)
 
 
-def _run_checked(args: argparse.Namespace, cfg: RunConfig) -> int:
+def _run_checked(args: argparse.Namespace, cfg: RunConfig, estimate_s: float | None = None,
+                 ) -> int:
     from workloads.run import run_tempdirs
 
     checkpoints = (run_tempdirs.temp_dir("statebench-checkpoints-") if args.checkpoint_dir is None
@@ -258,7 +325,7 @@ def _run_checked(args: argparse.Namespace, cfg: RunConfig) -> int:
             cfg = dataclasses.replace(cfg, checkpoint_root=checkpoint_root)
             runnable, _ = plan_scenarios(cfg)
             progress = Progress(len(runnable) * cfg.repetitions, cfg.spec.name,  # bar or lines
-                                events=_events(cfg), min_job_s=_least_job_s(cfg))
+                                estimate_s=estimate_s)  # the ETA before a job has ended
             step, close = progress.step, progress.close
             try:
                 engine = make_engine(args.in_process, args.master)
@@ -268,8 +335,10 @@ def _run_checked(args: argparse.Namespace, cfg: RunConfig) -> int:
             finally:
                 close()
         run_dir = write_run(outcome, args.results_dir, folder)  # the whole run: complete
-    except BaseException:
-        say_kept(folder.kept())
+    except BaseException as exc:
+        from workloads.cli.failures import say_stopped
+
+        say_stopped(folder, exc, render=not args.no_report)  # jobs failed: the report too
         raise
     report = None if args.no_report else _render(run_dir)
     from workloads.cli.display import summary_table
@@ -277,12 +346,6 @@ def _run_checked(args: argparse.Namespace, cfg: RunConfig) -> int:
     print(summary_table(outcome))
     print(f"\nresults: {run_dir}" + (f"\nreport:  {report}" if report else ""))
     return 0
-
-
-def say_kept(line: str | None) -> None:
-    """Before the error or "interrupted" line: what a stopped run's folder kept, and where."""
-    if line is not None:
-        print(f"statebench: {line}", file=sys.stderr)
 
 
 def warn_incomplete(run_dir: Path, side: str = "") -> None:
@@ -296,23 +359,6 @@ def warn_incomplete(run_dir: Path, side: str = "") -> None:
     if line is not None:
         print(f"statebench: warning: {side}{run_dir}: {line}; only what finished is shown",
               file=sys.stderr)
-
-
-def _events(cfg: RunConfig) -> int | None:
-    """The run's events (None: a trace, counted only as it is read)."""
-    from workloads.generator import total_events
-
-    return None if cfg.spec.source.kind == "trace" else total_events(cfg.spec)
-
-
-def _least_job_s(cfg: RunConfig) -> float | None:
-    """A paced run's least wall time per job: its clock's span over the speed-up."""
-    from workloads.run.plan import spec_time_frame
-
-    frame = spec_time_frame(cfg.spec)
-    if cfg.clock != "paced" or frame is None:
-        return None
-    return (frame[1] - frame[0]) / cfg.speedup / 1000.0
 
 
 def _render(run_dir: Path) -> Path | None:

@@ -26,7 +26,14 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from workloads.run.config import DataFacts, OperatorConfig
+from workloads.lanes.cost import (
+    DEFAULT_RECORDS_PER_S,
+    JobCost,
+    JobLoad,
+    paced_span_s,
+    task_job_cost,
+)
+from workloads.run.config import DataFacts, OperatorConfig, paced
 from workloads.spec import WorkloadSpec
 
 #: The engines lanes belong to. The report's decision table treats each engine's lanes apart.
@@ -139,6 +146,26 @@ class Lane:
     def release(self) -> None:
         """Free what this lane holds across a run's jobs (a session, a JVM); called once when
         the run ends, also after a failure."""
+
+    # ---------------------------------------------------------------- what a job costs
+    #: records a job gets through per wall second and task slot, for key-value specs and for
+    #: ``[operator]`` specs (conservative; ``workloads.lanes.cost`` says how they were measured)
+    records_per_s: float = DEFAULT_RECORDS_PER_S
+    operator_records_per_s: float = DEFAULT_RECORDS_PER_S
+    #: wall seconds every job costs beyond its records (a JVM, a streaming query's start)
+    job_start_s: float = 0.5
+
+    def paces(self, run: RunView) -> bool:
+        """Whether a job releases its records on the wall clock, so that it takes at least the
+        input's span over the speed-up: every lane under a ProcessingTime spec."""
+        return paced(run.spec.state.time_characteristic)
+
+    def job_cost(self, run: RunView, load: JobLoad, label: str) -> JobCost:
+        """About what one job of scenario ``label`` costs (``workloads.run.estimate`` sums a
+        run's jobs before any event is made): a task lane's by default."""
+        rate = self.records_per_s if run.spec.operator is None else self.operator_records_per_s
+        paced_s = paced_span_s(load.span_ms, run.speedup) if self.paces(run) else 0.0
+        return task_job_cost(load, run.parallelism, rate, self.job_start_s, paced_s)
 
 
 #: Strategies that run without a TTL: the spec's ``none``, Spark without a TTL, Spark's

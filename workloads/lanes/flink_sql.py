@@ -15,8 +15,21 @@ import pyarrow as pa
 from backends.flink.sql_lanes import SQL_CLEANUP, SQL_KINDS, SQL_LANES
 from backends.strategies import parse_strategy
 from workloads.lanes.base import Lane, RunView, foreign_strategy_reason
+from workloads.lanes.cost import JobCost, JobLoad, job_lane_cost, paced_span_s
 from workloads.lanes.flink_sql_job import run_sql_scenario
 from workloads.run.config import DataFacts, OperatorConfig
+from workloads.spec import WorkloadSpec
+
+#: Wall seconds of a flink-sql job beyond its paced span: a JVM, Flink's MiniCluster and the
+#: planner (nexmark-q18-dedup at 20 k events, 1 s of event time, load average 5-7, 2026-11-29:
+#: 14.3 s for the job and its reference, each 2.3 s of it), and the reference job's own start.
+SQL_JOB_START_S = 12.0
+REFERENCE_START_S = 2.0
+#: Bytes per event of the events CSV a job reads (eight integer columns as text).
+CSV_BYTES_PER_EVENT = 80.0
+#: Events a job's source gets through per wall second when the paced clock does not hold it
+#: back (the measured job above released its events on time: a conservative floor).
+SQL_RECORDS_PER_S = 20_000.0
 
 
 def spec_problem(lane: str, operator_kind: str | None) -> str | None:
@@ -29,6 +42,38 @@ def spec_problem(lane: str, operator_kind: str | None) -> str | None:
     if operator_kind not in SQL_KINDS:
         return (f"backend '{lane}': the Flink SQL job has no query for [operator] kind "
                 f"'{operator_kind}' (it runs {', '.join(SQL_KINDS)})")
+    return None
+
+
+#: The longest window the SQL job takes: its interval literal (``SqlJob.interval``) is Flink's
+#: ``HOUR TO SECOND`` of the default precision, hours up to 99; a longer one failed the job
+#: after the other lanes' jobs ("the SQL job takes 1 ms to 99 h").
+MAX_WINDOW_MS = 100 * 3_600_000 - 1
+#: The last instant of Flink SQL's TIMESTAMP_LTZ (9999-12-31 23:59:59.999, epoch ms), the
+#: type of the job's event time (``TO_TIMESTAMP_LTZ(PACE(ts), 3)``): a spec whose events go
+#: past it (start_ms 2.6e14, year 10209) ran the job until its 15-minute timeout.
+MAX_TIMESTAMP_MS = 253_402_300_799_999
+
+
+def range_problem(lane: str, spec: WorkloadSpec) -> str | None:
+    """Why the SQL job cannot take ``spec``'s numbers (a window longer than its interval
+    literal takes, event times past TIMESTAMP_LTZ), known from the spec alone; else None."""
+    from workloads.generator import Timeline
+
+    op = spec.operator
+    if op is None or spec.time is None:
+        return None
+    window = op.window_ms if op.kind == "tumbling_window" else 0
+    if window > MAX_WINDOW_MS:
+        return (f"backend '{lane}': a window of {window} ms; the Flink SQL job's window is an "
+                f"interval of 1 ms to 99 h (at most {MAX_WINDOW_MS} ms)")
+    timeline = Timeline(spec.time)
+    top = timeline.start_ms + timeline.duration_ms + window
+    if top > MAX_TIMESTAMP_MS:
+        return (f"backend '{lane}': the job's event time would reach {top} ms, past Flink "
+                f"SQL's TIMESTAMP_LTZ (years 0 to 9999, up to {MAX_TIMESTAMP_MS} ms): "
+                f"the events' ts reach {timeline.start_ms + timeline.duration_ms} ms"
+                + (f" and the window {window} ms more" if window else ""))
     return None
 
 
@@ -78,7 +123,8 @@ class FlinkSqlLane(Lane):
 
     def spec_reason(self, run: RunView) -> str | None:
         op = run.spec.operator
-        return spec_problem(self.name, None if op is None else op.kind)
+        return (spec_problem(self.name, None if op is None else op.kind)
+                or range_problem(self.name, run.spec))
 
     def strategy_reason(self, run: RunView, label: str) -> str | None:
         return cleanup_reason(self.name, run.cleanup_of(label), run.ttl_of(label) is not None,
@@ -98,6 +144,19 @@ class FlinkSqlLane(Lane):
 
     def run_job(self, run: RunView, cfg: OperatorConfig, facts: DataFacts) -> pa.Table:
         return run_sql_scenario(run, cfg, facts)
+
+    def paces(self, run: RunView) -> bool:
+        """Always: SQL's TTL runs on processing time, so every job runs on the paced clock."""
+        return True
+
+    def job_cost(self, run: RunView, load: JobLoad, label: str) -> JobCost:
+        """A JVM's start, then the paced span; twice with a TTL (the reference job, right
+        after it: ``workloads.lanes.flink_sql_job``). Its events CSV is on disk meanwhile."""
+        paced_s = paced_span_s(load.span_ms, run.speedup)
+        one = job_lane_cost(load, SQL_RECORDS_PER_S, SQL_JOB_START_S, paced_s)
+        jobs = 2 if run.ttl_of(label) is not None else 1
+        wall = one.wall_s + (jobs - 1) * (one.wall_s - SQL_JOB_START_S + REFERENCE_START_S)
+        return JobCost(wall, paced_s=paced_s * jobs, disk_bytes=load.events * CSV_BYTES_PER_EVENT)
 
 
 FLINK_SQL_LANES: tuple[Lane, ...] = tuple(FlinkSqlLane(name) for name in SQL_LANES)

@@ -79,7 +79,7 @@ from workloads.lanes.base import RunView
 from workloads.nexmark import NEXMARK_SCHEMA, generate_nexmark
 from workloads.operators.input import nexmark_config
 from workloads.run import run_tempdirs
-from workloads.run.checkpoints import slug
+from workloads.run.checkpoints import job_checkpoint_dir, local_checkpoint_root
 from workloads.run.config import DataFacts, OperatorConfig
 from workloads.run.metrics import NO_TIME, MetricRows, Row
 from workloads.spec import WorkloadSpec
@@ -211,7 +211,7 @@ def run_sql_scenario(cfg: RunView, op_cfg: OperatorConfig, facts: DataFacts) -> 
         work = Path(tmp)
         events = work / "events.csv"
         count = write_events_csv(events_in_time_order(cfg.spec), events)
-        checkpoints = job_checkpoint_dir(op_cfg, cfg.checkpoint_root, work)
+        checkpoints = job_checkpoint_dir(op_cfg, cfg.checkpoint_root, work, "flink-sql")
         job = sql_job_config(cfg, op_cfg, events, count, checkpoints)
         jobs = [job]
         if job.ttl_ms > 0:  # the reference: the same job, nothing expiring, in the same JVM
@@ -238,27 +238,6 @@ def run_sql_scenario(cfg: RunView, op_cfg: OperatorConfig, facts: DataFacts) -> 
         rows.add(TOTAL_TASK, rep, NO_TIME, "ttl_changed_results",
                  changed / compared if compared else 0.0, "share")
     return pa.Table.from_batches([rows.to_batch()])
-
-
-def local_checkpoint_root(root: str) -> Path:
-    """The run's checkpoint root as the local folder Flink writes into: a ``file://`` URI's
-    path (``Path("file:///abs")`` is the relative folder ``file:/abs``, where checkpoints went
-    under the current folder). The CLI refuses other URIs for Flink's lanes up front."""
-    if "://" in root and not root.startswith("file://"):
-        raise ValueError(f"checkpoint root {root}: the flink-sql lanes write checkpoints as "
-                         "local files; give a local folder or a file:// URI")
-    return Path(root.removeprefix("file://") or "/").absolute()
-
-
-def job_checkpoint_dir(op_cfg: OperatorConfig, root: str | None, work: Path) -> Path:
-    """The SQL job's checkpoint folder: ``<root>/<run id>/<scenario slug>/rep-<r>/flink-sql``
-    as every lane's (``workloads.run.checkpoints``: two runs never share one), or a folder of
-    the job's temporary folder when the run has no checkpoint root."""
-    if root is None:
-        return work / "checkpoints"
-    base = local_checkpoint_root(root)
-    return (base / slug(op_cfg.run_id) / slug(op_cfg.scenario.label)
-            / f"rep-{op_cfg.repetition}" / "flink-sql")
 
 
 def prune_empty(folders: list[Path], root: Path) -> None:

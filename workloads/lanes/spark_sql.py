@@ -67,15 +67,17 @@ from backends.spark.sql_queries import (
     QueryReport,
     QuerySettings,
     micro_batches,
+    range_problem,
     run_query,
 )
 from backends.strategies import parse_strategy
 from workloads.lanes.base import Lane, RunView, foreign_strategy_reason
-from workloads.lanes.flink_sql_job import events_in_time_order, local_checkpoint_root
+from workloads.lanes.cost import JobCost, JobLoad, values_s
+from workloads.lanes.flink_sql_job import events_in_time_order
 from workloads.operators.input import select
 from workloads.operators.results import changed_share, compare_outputs
 from workloads.run import run_tempdirs
-from workloads.run.checkpoints import slug
+from workloads.run.checkpoints import job_checkpoint_dir
 from workloads.run.config import DataFacts, OperatorConfig
 from workloads.run.metrics import NO_TIME, MetricRows
 from workloads.spec import WorkloadSpec
@@ -93,6 +95,19 @@ BATCH_MS = 500
 #: not group_agg, whose key carries no event time, so the watermark evicts nothing and a
 #: reference would be the same query.
 REFERENCE_KINDS = frozenset(KINDS) - {"group_agg"}
+#: What a job costs (docs/spark-sql-lane.md, "Measured": 200 k events in 21 files took 30-122 s
+#: for the measured query and 13-46 s more for its reference, load average 10-12): a query's
+#: start, a second per fed file (Spark's fixed cost of its batch and the batch without data
+#: after it) and its records at 4,000 a second (busy-time rates 1,675-7,211); the reference
+#: adds :data:`REFERENCE_SHARE` of that. Each file is a Parquet file of
+#: :data:`FILE_BYTES` plus :data:`ROW_BYTES` an event, in the job's temporary folder until the
+#: job ends, the reference's as many again.
+QUERY_START_S = 20.0
+FILE_S = 1.0
+QUERY_RECORDS_PER_S = 4_000.0
+REFERENCE_SHARE = 0.4
+FILE_BYTES = 2_000
+ROW_BYTES = 56
 
 
 @dataclass(frozen=True)
@@ -117,19 +132,26 @@ def query_settings(spec: WorkloadSpec, cfg: OperatorConfig) -> QuerySettings:
         join_bound_ms=cfg.ttl_ms if op.kind == "regular_join" else None)
 
 
+def spark_range_problem(spec: WorkloadSpec, join_bound_ms: int | None) -> str | None:
+    """What of ``spec`` Spark cannot take (``sql_queries.range_problem``: timestamps past
+    Spark's range, too many sliding windows per row), known from the spec alone: a lane that
+    cannot run a spec says so before any work, and its scenarios are not applicable (the
+    query failed after the other lanes' jobs, with two chained tracebacks, issue 42)."""
+    from workloads.generator import Timeline
+
+    op = spec.operator
+    assert op is not None and spec.time is not None
+    timeline = Timeline(spec.time)
+    q = QuerySettings(kind=op.kind, delay_ms=spec.time.max_out_of_orderness_ms,
+                      window_ms=op.window_ms, slide_ms=op.slide_ms, gap_ms=op.gap_ms,
+                      lower_ms=op.lower_ms, upper_ms=op.upper_ms, join_bound_ms=join_bound_ms)
+    return range_problem(q, timeline.start_ms, timeline.start_ms + timeline.duration_ms)
+
+
 def operator_records(spec: WorkloadSpec, events: pa.Table) -> int:
     """Rows of ``events`` that reach the operator (``workloads.operators.input.select``)."""
     assert spec.operator is not None
     return sum(select(spec.operator, batch)[0].num_rows for batch in events.to_batches())
-
-
-def checkpoint_dir(cfg: OperatorConfig, root: str | None, work: Path) -> Path:
-    """The query's checkpoint folder: ``<root>/<run id>/<scenario slug>/rep-<r>/spark-sql``
-    as every lane's, or a folder of the job's temporary folder without a checkpoint root."""
-    if root is None:
-        return work / "checkpoint"
-    return (local_checkpoint_root(root) / slug(cfg.run_id) / slug(cfg.scenario.label)
-            / f"rep-{cfg.repetition}" / LANE)
 
 
 def report_rows(cfg: OperatorConfig, report: QueryReport, records: int, events: int,
@@ -236,12 +258,16 @@ class SparkSqlLane(Lane):
         if op.kind not in KINDS:
             return (f"backend '{LANE}' has no query for [operator] kind '{op.kind}' (it runs "
                     f"{', '.join(KINDS)})")
-        return None
+        problem = spark_range_problem(run.spec, None)
+        return None if problem is None else f"backend '{LANE}': {problem}"
 
     def strategy_reason(self, run: RunView, label: str) -> str | None:
         parsed = parse_strategy(run.cleanup_of(label))
-        if parsed.name == STRATEGY:
-            return None
+        if parsed.name == STRATEGY:  # a regular join's time bound is the scenario's TTL
+            op = run.spec.operator
+            bound = run.ttl_of(label) if op is not None and op.kind == "regular_join" else None
+            problem = None if bound is None else spark_range_problem(run.spec, bound)
+            return None if problem is None else f"{LANE}: {problem}"
         foreign = foreign_strategy_reason(self.engine, parsed.name)
         if parsed.name.startswith("spark_") and foreign is None:
             return (f"'{parsed.name}' is transformWithState's (spark-tws); Spark's built-in "
@@ -263,6 +289,21 @@ class SparkSqlLane(Lane):
             return (f"backend '{LANE}' measures its checkpoint folder on local disk; give a "
                     f"local --checkpoint-root or a file:// URI, not {root}")
         return None
+
+    def paces(self, run: RunView) -> bool:
+        """Never: Spark's watermark is event time, the lane runs no paced clock."""
+        return False
+
+    def job_cost(self, run: RunView, load: JobLoad, label: str) -> JobCost:
+        """The query's start, its fed files and records; its reference's share (module
+        constants). No pacing: the events go in as fast as the query takes them."""
+        files = 1 + (min(load.events, -(-load.span_ms // self.batch_ms)) if load.span_ms
+                     else load.events)
+        one = QUERY_START_S + files * FILE_S + load.events / QUERY_RECORDS_PER_S + values_s(load)
+        op = run.spec.operator
+        queries = 1 + (REFERENCE_SHARE if op is not None and op.kind in REFERENCE_KINDS else 0)
+        disk = files * FILE_BYTES + load.events * ROW_BYTES
+        return JobCost(one * queries, disk_bytes=disk * (2 if queries > 1 else 1))
 
     def run_job(self, run: RunView, cfg: OperatorConfig, facts: DataFacts) -> pa.Table:
         job = self.run_reports(run, cfg, facts)
@@ -287,7 +328,7 @@ class SparkSqlLane(Lane):
         reference = None
         with run_tempdirs.temp_dir("statebench-spark-sql-", dir=run.local_dir) as tmp:
             work = Path(tmp)
-            checkpoint = checkpoint_dir(cfg, run.checkpoint_root, work)
+            checkpoint = job_checkpoint_dir(cfg, run.checkpoint_root, work, LANE)
             if checkpoint.exists() and any(checkpoint.iterdir()):  # Spark would resume it
                 raise ValueError(f"{LANE}: checkpoint folder {checkpoint} is not empty; a "
                                  "query would resume from it instead of starting over")

@@ -72,6 +72,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from workloads.lanes.base import Lane, RunView
+from workloads.lanes.cost import RESULT_ROWS_PER_JOB, JobCost, JobLoad, paced_span_s, values_s
 from workloads.ops import Op, StateType
 from workloads.run.config import DataFacts, OperatorConfig
 from workloads.spec import WorkloadSpec
@@ -83,6 +84,13 @@ NO_TIME = -1
 #: whatever was released meanwhile; the trigger only bounds how soon an idle query looks.
 SLICE_MS = 100
 TRIGGER_MS = 200
+#: Wall seconds a job takes beyond its paced span: Spark starts the query and its warm-up batch
+#: (``spark_start_s``: 27-32 s for a session's first query, 3-12 s for the next under load,
+#: docs/spark-lanes.md), then the driver replays the model. And the records per second a query
+#: gets through when the clock does not hold it back (19 k of busy time in
+#: docs/performance.md's transformWithState run; halved for the batches' fixed cost).
+QUERY_START_S = 15.0
+QUERY_RECORDS_PER_S = 10_000.0
 #: Seconds a query may run beyond its paced span before it is given up.
 DEFAULT_TIMEOUT_S = 300.0
 SPARK_STRATEGIES = ("spark_no_ttl", "spark_ttl", "spark_timer")
@@ -203,6 +211,22 @@ class SparkTwsLane(Lane):
             return f"{self.name} needs pyspark: {exc}"
         return None
 
+    # ---------------------------------------------------------------- what a job costs
+    def paces(self, run: RunView) -> bool:
+        """Always: Spark's TTL and timers run on the micro-batch's processing time."""
+        return True
+
+    def job_cost(self, run: RunView, load: JobLoad, label: str) -> JobCost:
+        """The query's start, then the paced span (or its records at the query's capacity,
+        if longer); on disk the input slices of ``backends.spark.slices``."""
+        from backends.spark.slices import input_disk_bytes
+
+        paced_s = paced_span_s(load.span_ms, run.speedup)
+        wall = QUERY_START_S + max(paced_s, load.events / QUERY_RECORDS_PER_S + values_s(load))
+        disk = input_disk_bytes(load.events, paced_s * 1000.0, SLICE_MS, load.value_bytes)
+        return JobCost(wall, paced_s=paced_s, disk_bytes=disk,  # rows per micro-batch too
+                       result_rows=RESULT_ROWS_PER_JOB + int(10 * wall))
+
     # ---------------------------------------------------------------- one job
     def run_job(self, run: RunView, cfg: OperatorConfig, facts: DataFacts) -> pa.Table:
         from backends.spark.tws import QuerySettings, run_query
@@ -225,25 +249,27 @@ class SparkTwsLane(Lane):
             work = Path(tmp)
             checkpoint = self.checkpoint_dir(cfg, run.checkpoint_root, work)
             result = run_query(spark, events, release_ms, settings, work, checkpoint,
-                               name=f"statebench_tws_{cfg.repetition}")
+                               name=query_name(cfg.repetition))
         rows = MetricRows(cfg.scenario)
         rows.extend(job_rows(run, cfg, facts, events, release_ms, reads, processor, result))
         return pa.Table.from_batches([rows.to_batch()])
 
     def checkpoint_dir(self, cfg: OperatorConfig, root: str | None, work: Path) -> Path:
-        """``<root>/<run id>/<scenario slug>/rep-<r>/<lane>`` as every lane's (a fresh
-        folder: Spark would resume a query from an existing one), or the job's temporary
-        folder when the run has no checkpoint root."""
-        from workloads.run.checkpoints import slug
+        """Every job lane's folder (``workloads.run.checkpoints.job_checkpoint_dir``), made
+        fresh: Spark would resume a query from an existing one."""
+        from workloads.run.checkpoints import job_checkpoint_dir
 
-        if root is None:
-            return work / "checkpoint"
-        base = Path(root.removeprefix("file://") or "/").absolute()
-        folder = (base / slug(cfg.run_id) / slug(cfg.scenario.label) / f"rep-{cfg.repetition}"
-                  / self.name)
-        if folder.exists():
+        folder = job_checkpoint_dir(cfg, root, work, self.name)
+        if root is not None and folder.exists():
             shutil.rmtree(folder)
         return folder
+
+
+def query_name(repetition: int) -> str:
+    """The streaming query's name (Spark makes it a temporary view: letters, digits and ``_``
+    only): ``statebench_tws_<r>``, or ``statebench_tws_warm_up`` for a comparison's warm-up
+    round, whose repetition is negative."""
+    return f"statebench_tws_{repetition}" if repetition >= 0 else "statebench_tws_warm_up"
 
 
 class SparkTwsNoChangelogLane(SparkTwsLane):

@@ -99,22 +99,35 @@ def _table(run: Run, workload: str, keys: list[ScenarioKey]) -> str:
             f"<ul class=\"measure-notes\">{notes}</ul>")
 
 
+#: Each engine's bar colour on the figure (its legend entry names it).
+ENGINE_COLOURS = {FLINK_SQL: ("Flink SQL", "#1f77b4"), SPARK: ("Spark", "#ff7f0e")}
+
+
 def _figure(run: Run, workload: str, keys: list[ScenarioKey]) -> Chart:
+    """One panel per measure, a bar per lane and strategy, each engine's bars a trace of its
+    own (so the legend names the engines), each panel's y axis titled with its units."""
     shown = [m for m in MEASURES if m.title != "latency"]  # the latencies measure different things
-    fig = make_subplots(rows=1, cols=len(shown), subplot_titles=[m.title for m in shown])
-    labels = [f"{k.backend}<br>{k.strategy}" for k in keys]
+    fig = make_subplots(rows=1, cols=len(shown), subplot_titles=[m.title for m in shown],
+                        horizontal_spacing=0.08)
+    labels = {k: f"{k.backend}<br>{k.strategy}" for k in keys}
     for col, m in enumerate(shown, start=1):
-        values = []
-        for key in keys:
-            s = stat(run, key, _metric(key, m))
-            values.append(None if s is None else s.center)
-        fig.add_trace(go.Bar(x=labels, y=values, name=m.title, showlegend=False,
-                             marker_color=["#ff7f0e" if engine_of(k.backend) == SPARK
-                                           else "#1f77b4" for k in keys]), row=1, col=col)
-    fig.update_layout(height=360, margin={"t": 40, "b": 80})
+        units = []
+        for engine, (name, colour) in ENGINE_COLOURS.items():
+            mine = [k for k in keys if (engine_of(k.backend) == SPARK) == (engine == SPARK)]
+            found = [stat(run, k, _metric(k, m)) for k in mine]
+            units += [unit_of(run, _metric(k, m)) for k, s in zip(mine, found) if s is not None]
+            fig.add_trace(go.Bar(x=[labels[k] for k in mine],
+                                 y=[None if s is None else s.center for s in found],
+                                 name=name, legendgroup=engine, showlegend=col == 1,
+                                 marker_color=colour), row=1, col=col)
+        fig.update_yaxes(title_text=" / ".join(dict.fromkeys(units)) or "value",
+                         automargin=True, row=1, col=col)
+    fig.update_xaxes(title_text="lane, strategy", automargin=True)
+    fig.update_layout(height=380, margin={"t": 40, "b": 80}, showlegend=True,
+                      legend={"title": {"text": "engine"}}, template="plotly_white")
     return Chart(f"cross-engine-{slug(workload)}", f"{workload}: Flink SQL and Spark",
-                 "Each engine's own measure (the table names them); blue Flink SQL, orange "
-                 "Spark.", fig, sorted({k.strategy for k in keys}))
+                 "Each engine's own measure (the table names them), each panel in its units.",
+                 fig, sorted({k.strategy for k in keys}))
 
 
 def cross_engine_html(run: Run) -> str | None:

@@ -29,7 +29,13 @@ Otherwise the cell says which strategies it cannot tell apart, and why. Strategi
 inside one backend; backends only inside one engine (statebench's Python lanes, Flink's JVM
 backends, Flink SQL's jobs, Spark's streaming queries: each lane's engine is the lane
 registry's, ``workloads.report.engines``): another engine's lane is context for statebench's,
-never ranked against it. A recommendation claims only what its cells decided.
+never ranked against it.
+
+One answer per question: a recommendation claims only what its cells decided, in their words
+and with their folds (where the recommended strategy stands in the Fastest and Smallest
+checkpoint cells, never a second test of it against ``none``), and the line under the table
+names each backend's fastest as its Fastest cell does. Two numbers equal to the three
+significant digits the page shows are "equal", never "1x" apart.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ import numpy as np
 from workloads.report.checkpoint_noise import layout_noise
 from workloads.report.engines import engine_lanes, engine_of, engine_order, possessive
 from workloads.report.findings import Sentence
-from workloads.report.fmt import TIMES, compare_phrase, connector, fmt_value
+from workloads.report.fmt import TIMES, compare_phrase, fmt_value, fold_phrase
 from workloads.report.load import Run, ScenarioKey, backend_label
 from workloads.report.metrics import (
     CHECKPOINT_SIZE_METRICS,
@@ -71,6 +77,8 @@ CHANGED_RESULTS = "ttl_changed_results"
 TTL_SWEEP = "ttl"
 #: Configurations a tie names before it counts them instead.
 MAX_NAMED = 3
+#: Significant digits of a fold on the page: numbers that agree to them are shown equal.
+SHOWN_DIGITS = 3
 THROUGHPUT = ("records_per_s",)
 #: Peak state: entries held (live + expired), else the physical footprint, else what a real
 #: engine's lane counts of its state: Spark's state store rows (``numRowsTotal``), RocksDB's
@@ -94,6 +102,9 @@ class Separation:
     separated: bool
     why: str
     ratio: float | None = None
+    #: The two numbers are equal as the page shows them (exact and the same, or a fold that
+    #: reads 1 to :data:`SHOWN_DIGITS` significant digits).
+    equal: bool = False
 
     @property
     def fold(self) -> float | None:
@@ -117,6 +128,8 @@ class Pick:
     #: The strategies the evidence puts behind the leading group, each with how many times the
     #: leader is ahead of it (>= 1), in the order of the ranking.
     behind: tuple[tuple[ScenarioKey, float | None], ...] = ()
+    #: Every tied strategy's number equals the leader's as shown (a tie of equals, not of noise).
+    equal: bool = False
 
     @property
     def separated(self) -> bool:
@@ -131,6 +144,15 @@ class Pick:
     @property
     def leaders(self) -> tuple[ScenarioKey, ...]:
         return (self.best, *self.tied)
+
+    @property
+    def ranking(self) -> tuple[ScenarioKey, ...]:
+        """Every strategy of the cell in the cell's order: the leading group, then the rest."""
+        return (*self.leaders, *(k for k, _ in self.behind))
+
+    def fold_behind(self, key: ScenarioKey) -> float | None:
+        """How many times the leader is ahead of ``key`` (None when ``key`` is not behind)."""
+        return dict(self.behind).get(key)
 
 
 @dataclass(frozen=True)
@@ -183,9 +205,9 @@ def separations(run: Run, pairs: list[tuple[ScenarioKey, ScenarioKey, str]],
             continue
         ca, cb = _scenario_class(run, a, metric), _scenario_class(run, b, metric)
         if ca.exact and cb.exact:
-            out[i] = Separation(sa.center != sb.center,
-                                "exact" if sa.center != sb.center else "exact: equal",
-                                _ratio(sa, sb))
+            same = sa.center == sb.center
+            out[i] = Separation(not same, "exact: equal" if same else "exact", _ratio(sa, sb),
+                                equal=same)
             continue
         klass = cb if not cb.exact else ca  # the class that is not exact names the reason
         rounds = paired_values(run, a, b, metric) if paired else None
@@ -200,7 +222,22 @@ def separations(run: Run, pairs: list[tuple[ScenarioKey, ScenarioKey, str]],
                                  closed=family if any(c is not None for c in family) else None)
     for (i, _), verdict in zip(sampled, verdicts):
         out[i] = Separation(verdict.coloured, verdict.note, verdict.ratio)
-    return [s for s in out if s is not None]
+    return [equal_as_shown(s) for s in out if s is not None]
+
+
+def shown_fold(fold: float) -> str:
+    """A fold as the page prints it: three significant digits ("1.33", "18.5")."""
+    return f"{fold:.{SHOWN_DIGITS}g}"
+
+
+def equal_as_shown(found: Separation) -> Separation:
+    """A separation whose fold the page would print as "1" is a tie of equals: two exact
+    numbers a few bytes apart in megabytes are not one strategy ahead of another "1x"."""
+    fold = found.fold
+    if not found.separated or fold is None or shown_fold(fold) != "1":
+        return found
+    return Separation(False, f"{found.why}: equal to {SHOWN_DIGITS} significant digits",
+                      found.ratio, equal=True)
 
 
 def _one_per_run(a: ScenarioKey, b: ScenarioKey, metric: str, sa: Stat, sb: Stat,
@@ -275,7 +312,8 @@ def pick(run: Run, keys: list[ScenarioKey], metrics: tuple[str, ...]) -> Pick | 
     tied = tuple(o for o, s in zip(others, found) if not s.separated)
     behind = tuple((o, s.fold) for o, s in zip(others, found) if s.separated)
     why = next((s.why for s in found if not s.separated), found[0].why)
-    return Pick(metric, best, stats[best], tied, why, len(ranked), behind)
+    equal = bool(tied) and all(s.equal for s in found if not s.separated)
+    return Pick(metric, best, stats[best], tied, why, len(ranked), behind, equal)
 
 
 def _returned_expired(run: Run, key: ScenarioKey) -> bool:
@@ -306,27 +344,83 @@ def _amount(metric: str, value: float) -> str:
     return f"{number} {_what(metric)}"
 
 
-def _cost(run: Run, rec: ScenarioKey, base: ScenarioKey, metric: str, s: Sentence) -> None:
-    """Append '; 12% lower throughput' where the evidence separates ``rec`` from ``base`` on
-    ``metric``, else that it does not."""
-    a, b = stat(run, base, metric), stat(run, rec, metric)
-    if a is None or b is None:
+#: Per column: how the page names its leader alone and its leading group.
+_LEADER_WORDS = {"fastest": ("the fastest", "the fastest group"),
+                 "state": ("the smallest peak state", "the smallest-state group"),
+                 "checkpoint": ("the smallest checkpoint", "the smallest-checkpoint group")}
+
+
+def _worse(metric: str) -> str:
+    """The word for a number of ``metric`` worse than the leader's: lower throughput, more
+    bytes, higher latency."""
+    spec = spec_for(metric)
+    if spec.better > 0:
+        return "lower"
+    return "more" if spec.unit in _AMOUNTS else "higher"
+
+
+def standing(found: Pick | None, key: ScenarioKey, column: str, s: Sentence) -> None:
+    """Append where ``key`` stands in one cell, in the cell's own terms (its groups, its
+    folds): '; the fastest', '; 25% lower throughput than full_snapshot, the fastest'. Nothing
+    for a cell that did not measure ``key`` or compared nothing. A recommendation says this,
+    never a test of its own, so one row cannot give two answers about one column."""
+    if found is None or found.contenders < 2 or key not in found.ranking:
         return
-    found = separations(run, [(base, rec, metric)])[0]
-    noun = _what(metric)
-    if found.separated:
-        down = "fewer" if spec_for(metric).unit in _AMOUNTS else "lower"
-        s.t(f"; {compare_phrase(b.center, a.center, noun, down=down)}")
-    else:
+    noun = _what(found.metric)
+    alone, group = _LEADER_WORDS[column]
+    if not found.decided:
         s.t(f"; {noun}: no difference the evidence separates")
+        return
+    if key == found.best and found.separated:
+        s.t(f"; {alone}")
+        return
+    others = _and([k.strategy for k in found.leaders if k != key])
+    if key == found.best:
+        s.t(f"; {noun}: leads {group}, with {others}")
+        return
+    if key in found.leaders:
+        s.t(f"; {noun}: in {group}, led by ").b(found.best.strategy)
+        return
+    fold = found.fold_behind(key)
+    s.t(f"; {fold_phrase(fold, noun, _worse(found.metric))} than ").b(found.best.strategy)
+    if found.separated:
+        s.t(f", {alone}")
+    else:
+        s.t(f", which leads {group} (with "
+            f"{_and([k.strategy for k in found.tied])})")
+
+
+def _fastest_of(run: Run, leaders: list[ScenarioKey], fastest: Pick | None) -> ScenarioKey:
+    """Of strategies whose peak state is not separated, the one the Fastest cell ranks first
+    (else the highest median throughput, when no cell ranked them)."""
+    order = fastest.ranking if fastest is not None else ()
+    ranked = [k for k in order if k in leaders]
+    if ranked:
+        return ranked[0]
+    tp = {k: stat(run, k, "records_per_s") for k in leaders}
+    return max(leaders, key=lambda k: -1.0 if tp[k] is None else tp[k].center)  # type: ignore[union-attr]
+
+
+def _among(rec: ScenarioKey, leaders: list[ScenarioKey], fastest: Pick | None) -> str:
+    """Why ``rec`` of several strategies whose peak state is not separated: the fastest of
+    them only where the Fastest cell puts the others behind it."""
+    names = ", ".join(k.strategy for k in leaders)
+    others = [k for k in leaders if k != rec]
+    if fastest is not None and rec in fastest.leaders \
+            and all(fastest.fold_behind(k) is not None for k in others):
+        return f" (the fastest of {names}, whose peak state the evidence does not separate)"
+    return (f" (one of {names}, whose peak state the evidence does not separate; the Fastest "
+            "cell does not separate their throughput either)")
 
 
 def recommend(run: Run, keys: list[ScenarioKey], picks: dict[str, Pick | None]
               ) -> tuple[ScenarioKey | None, Sentence]:
     """The strategy to pick on this backend and its trade-off in one sentence: the strategy
-    that keeps the smallest peak state (cleanup is what a TTL is for), the fastest of those the
-    evidence cannot tell apart on state; against ``none``'s throughput and checkpoints. A
-    strategy that returned an expired value is never recommended."""
+    that keeps the smallest peak state (cleanup is what a TTL is for), the one the Fastest cell
+    ranks first of those the evidence cannot tell apart on state; then where it stands in the
+    Fastest and Smallest checkpoint cells (:func:`standing`). Every claim is a cell's: its
+    lead over ``none`` is the state cell's fold. A strategy that returned an expired value is
+    never recommended."""
     state = picks.get("state")
     base = next((k for k in keys if k.strategy == BASELINE), None)
     if state is None:
@@ -352,42 +446,29 @@ def recommend(run: Run, keys: list[ScenarioKey], picks: dict[str, Pick | None]
     if not state.decided:  # (no baseline ran: nothing it could be set against either)
         return None, Sentence().t("No recommendation: the evidence does not separate the "
                                   f"strategies' peak state ({state.why}).")
-    tp = {k: stat(run, k, "records_per_s") for k in leaders}
-    rec = max(leaders, key=lambda k: -1.0 if tp[k] is None else tp[k].center)  # type: ignore[union-attr]
+    fastest = picks.get("fastest")
+    rec = _fastest_of(run, leaders, fastest)
     s = Sentence().b(rec.strategy)
     if len(leaders) > 1:
-        s.t(f" (the fastest of {', '.join(k.strategy for k in leaders)}, whose peak state the "
-            "evidence does not separate)")
-    what = _what(state.metric)
-    if base is None:
-        behind = _and([k.strategy for k, _ in state.behind])
-        lead = _amount(state.metric, state.value.center)
-        # a leader alone: the evidence that separates it; a group's why is about its tie
-        evidence = f" ({state.why})" if state.separated else ""
-        if rec == state.best:  # the leader: its number is the smallest
-            s.t(f" keeps the smallest peak state ({lead}), ahead of {behind}{evidence}")
-        else:  # in the leading group, not its leader: never "the smallest"
-            s.t(" is in the group with the smallest peak state, led by ").b(state.best.strategy)
-            s.t(f" ({lead}), ahead of {behind}")
-        _results_cost(run, rec, s)
-        return rec, s.t(".")
-    mine, theirs = stat(run, rec, state.metric), stat(run, base, state.metric)
-    # the leader is separated from none (none is behind it); a tied leader is tested itself
-    against = None if rec == state.best else separations(run, [(base, rec, state.metric)])[0]
-    if mine is not None and theirs is not None and (against is None or against.separated):
-        unit = spec_for(state.metric).unit
-        s.t(f" keeps {compare_phrase(mine.center, theirs.center, what, down='fewer')}"
-            f"{connector(mine.center, theirs.center)}").b(BASELINE)
-        s.t(f" ({fmt_value(mine.center, unit)} vs {fmt_value(theirs.center, unit)})")
-    elif against is not None:  # in the leading group, yet not itself told from none's
+        s.t(_among(rec, leaders, fastest))
+    lead = _amount(state.metric, state.value.center)
+    behind = _and([f"{k.strategy}{_fold_text(fold)}" for k, fold in state.behind])
+    base_fold = state.fold_behind(base) if base is not None else None
+    if rec != state.best:  # in the leading group, not its leader: never "the smallest"
         s.t(" is in the group with the smallest peak state, led by ").b(state.best.strategy)
-        s.t(f"; its own {what} the evidence does not separate from ").b(BASELINE)
-        s.t(f"'s ({against.why})")
+        s.t(f" ({lead}), ahead of {behind}")
+    elif base is not None and base_fold is not None:  # the cell's lead over none, its words
+        mine, theirs = state.value.center, stat(run, base, state.metric)
+        s.t(f" keeps {fold_phrase(base_fold, _what(state.metric), 'fewer')} than ").b(BASELINE)
+        if theirs is not None:
+            unit = spec_for(state.metric).unit
+            s.t(f" ({fmt_value(mine, unit)} vs {fmt_value(theirs.center, unit)})")
+    else:  # a leader alone: the evidence that separates it
+        evidence = f" ({state.why})" if state.separated else ""
+        s.t(f" keeps the smallest peak state ({lead}), ahead of {behind}{evidence}")
     _results_cost(run, rec, s)
-    _cost(run, rec, base, "records_per_s", s)
-    checkpoint = picks.get("checkpoint")
-    if checkpoint is not None:
-        _cost(run, rec, base, checkpoint.metric, s)
+    standing(fastest, rec, "fastest", s)
+    standing(picks.get("checkpoint"), rec, "checkpoint", s)
     return rec, s.t(".")
 
 
@@ -417,12 +498,21 @@ def ttl_sweep(run: Run) -> bool:
     return swept is not None and swept.strategy == TTL_SWEEP
 
 
+def _counted(run: Run, a: ScenarioKey, b: ScenarioKey, metric: str) -> Separation | None:
+    """a against b where both numbers are exact (counted: no test, the same every run), else
+    None: a sweep sets each TTL against ``none`` only where no test is needed for it."""
+    if not (_scenario_class(run, a, metric).exact and _scenario_class(run, b, metric).exact):
+        return None
+    return separations(run, [(a, b, metric)])[0]
+
+
 def sweep_tradeoff(run: Run, keys: list[ScenarioKey], state: Pick
                    ) -> tuple[ScenarioKey | None, Sentence]:
-    """A TTL sweep's answer is a trade-off, not a winner: per TTL, the state it keeps against
-    ``none`` and the share of outputs it changes, shortest TTL first; recommended is the TTL
-    with the smallest state among those that changed no output (None when every TTL changed
-    some: how many changed outputs a job can take is the user's call)."""
+    """A TTL sweep's answer is a trade-off, not a winner: per TTL, the state it keeps (against
+    ``none`` where both are counted numbers) and the share of outputs it changes, shortest TTL
+    first; recommended is the TTL with the smallest state among those that changed no output,
+    where its state is told from theirs (counted, or the state cell's leading group); None when
+    every TTL changed some: how many changed outputs a job can take is the user's call."""
     swept = sweep(run)
     assert swept is not None
     by_label = dict(zip(swept.labels, swept.values))
@@ -435,9 +525,16 @@ def sweep_tradeoff(run: Run, keys: list[ScenarioKey], state: Pick
     for i, key in enumerate(ttls):
         mine, share = stat(run, key, state.metric), changed_results(run, key)
         s.t("; " if i else "").b(key.strategy)
-        if mine is not None and theirs is not None and base is not None:
-            s.t(f" keeps {compare_phrase(mine.center, theirs.center, what, down='fewer')}")
-            s.t(f" ({fmt_value(mine.center, unit)})")
+        if mine is not None:
+            against = _counted(run, base, key, state.metric) if base is not None else None
+            number = fmt_value(mine.center, unit)
+            if against is not None and against.separated and theirs is not None:
+                s.t(f" keeps {compare_phrase(mine.center, theirs.center, what, down='fewer')}"
+                    f" ({number})")
+            elif against is not None and against.equal:
+                s.t(f" keeps the same {what} as {BASELINE} ({number})")
+            else:  # not counted: its number, no claim a test would have to make
+                s.t(f" keeps {number} {what}")
         if share is not None:
             s.t(" and changes ").b(f"{fmt_value(share, 'share')} of the outputs")
             if share == 0 and mine is not None and not _returned_expired(run, key):
@@ -446,10 +543,12 @@ def sweep_tradeoff(run: Run, keys: list[ScenarioKey], state: Pick
         s.t(", against ").b(BASELINE).t(f"'s {fmt_value(theirs.center, unit)} {what}")
     if not clean:
         return None, s.t(". Every TTL swept changed outputs: pick by how many a job can take.")
-    if not state.decided:  # no TTL's state told from another's: no "smallest" to name
+    rec = min(clean, key=lambda c: c[0])[1]
+    told = [_counted(run, k, rec, state.metric) for _, k in clean if k != rec]
+    if not state.decided or not (rec in state.leaders or all(
+            f is not None and f.separated for f in told)):
         return None, s.t(". The evidence does not separate the peak state of these "
                          f"strategies ({state.why}): no smallest state to recommend.")
-    rec = min(clean, key=lambda c: c[0])[1]
     return rec, s.t(". The smallest state that changes no output: ").b(rec.strategy).t(".")
 
 
@@ -476,13 +575,14 @@ def decisions(run: Run, workload: str) -> dict[str, list[BackendDecision]]:
     return out
 
 
-def ttl_headline(run: Run, workload: str) -> Sentence | None:
+def ttl_headline(run: Run, workload: str,
+                 rows: dict[str, list[BackendDecision]] | None = None) -> Sentence | None:
     """A TTL sweep's headline above the table: the state-against-results trade-off of the
     first backend that has one (each backend's is in its row), or None for any other run."""
     if not ttl_sweep(run):
         return None
-    for rows in decisions(run, workload).values():
-        for row in rows:
+    for engine_rows in (rows if rows is not None else decisions(run, workload)).values():
+        for row in engine_rows:
             if row.tradeoff.text.startswith("State against results"):
                 head = Sentence().t(f"TTL sweep, on {backend_label(row.backend)}: ")
                 head.parts.extend(row.tradeoff.parts)
@@ -490,36 +590,45 @@ def ttl_headline(run: Run, workload: str) -> Sentence | None:
     return None
 
 
-def fastest_per_engine(run: Run, workload: str) -> Sentence | None:
-    """Like with like: the fastest configuration of each engine over its own lanes (each
-    separated from its runner-up or not), each engine named as the lane registry names it
-    (statebench's first, the others as context), never one ranking."""
+def fastest_per_engine(run: Run, workload: str,
+                       rows: dict[str, list[BackendDecision]] | None = None) -> Sentence | None:
+    """Like with like: per engine, its fastest backend as that backend's Fastest cell names its
+    leader (and leading group: never a second ranking of one backend's strategies), against the
+    leaders of the engine's other backends, each engine named as the lane registry names it
+    (statebench's first, the others as context), never one ranking over engines."""
     parts = []
-    keys_of = [k for k in run.scenarios(workload) if k not in run.not_applicable]
-    for engine in engine_order(k.backend for k in keys_of):
-        keys = [k for k in keys_of if engine_of(k.backend) == engine]
-        found = pick(run, keys, THROUGHPUT) if keys else None
-        if found is not None:
-            parts.append((engine, found))
+    for engine, found in (rows if rows is not None else decisions(run, workload)).items():
+        cells = [p for row in found if (p := row.picks.get("fastest")) is not None]
+        if cells:
+            top = max(cells, key=lambda p: p.value.center)
+            others = [p for p in cells if p is not top]
+            told = separations(run, [(p.best, top.best, top.metric) for p in others])
+            parts.append((engine, top, list(zip(others, told))))
     if not parts:
         return None
     s = Sentence()
-    for i, (engine, found) in enumerate(parts):
-        lead = f"{found.best.backend}/{found.best.strategy}"
-        if i == 0:
-            s.t(f"Fastest on {possessive(engine)} lanes: ")
-        else:
-            s.t(f"; for context, on {possessive(engine)}: ")
-        s.b(lead).t(f" ({fmt_value(found.value.center, 'records/s')}")
-        if found.tied:
-            tied = (", ".join(f"{k.backend}/{k.strategy}" for k in found.tied)
-                    if len(found.tied) <= MAX_NAMED else f"{len(found.tied)} other configurations")
-            s.t(f"; not separated from {tied}: {found.why}")
+    for i, (engine, top, others) in enumerate(parts):
+        s.t(f"Fastest on {possessive(engine)} lanes: " if i == 0
+            else f"; for context, on {possessive(engine)}: ")
+        s.b(f"{top.best.backend}/{top.best.strategy}")
+        s.t(f" ({fmt_value(top.value.center, 'records/s')}")
+        if top.tied:
+            tied = (_and([k.strategy for k in top.tied]) if len(top.tied) <= MAX_NAMED
+                    else f"{len(top.tied)} other strategies")
+            s.t(f"; on {top.best.backend} not separated from {tied}")
         s.t(")")
+        ahead = [f"{p.best.backend}/{p.best.strategy}{_fold_text(f.fold)}"
+                 for p, f in others if f.separated]
+        level = [(p, f) for p, f in others if not f.separated]
+        if ahead:
+            s.t(f", ahead of {_and(ahead)}")
+        if level:
+            names = _and([f"{p.best.backend}/{p.best.strategy}" for p, _ in level])
+            s.t(f"; not separated from {names}: {level[0][1].why}")
     if len(parts) > 1:
         s.t(f". The engines are not ranked against each other: "
-            f"{_and([engine_lanes(engine) for engine, _ in parts])} differ for reasons that "
-            "are not the TTL strategy.")
+            f"{_and([engine_lanes(engine) for engine, _, _ in parts])} differ for reasons "
+            "that are not the TTL strategy.")
     else:
         s.t(".")
     return s
@@ -535,10 +644,12 @@ def repetitions_needed(alpha: float = ALPHA, paired: bool = False) -> int:
     return n
 
 
-def repetitions_hint(run: Run, workload: str) -> Sentence | None:
+def repetitions_hint(run: Run, workload: str,
+                     rows: dict[str, list[BackendDecision]] | None = None) -> Sentence | None:
     """One line when a cell could not test throughput because the run has too few
     repetitions for its exact test (3 unpaired: smallest p 0.1; 3 paired rounds: 0.25)."""
-    short = [d for rows in decisions(run, workload).values() for d in rows
+    found = rows if rows is not None else decisions(run, workload)
+    short = [d for engine_rows in found.values() for d in engine_rows
              for p in d.picks.values()  # (its words are about throughput, timed)
              if p is not None and p.metric in THROUGHPUT and "cannot reach p<" in p.why]
     if not short:
@@ -570,19 +681,21 @@ def cell_text(found: Pick | None) -> tuple[str, bool, str]:
     """(headline, separated, evidence) for one cell, in plain text: the leading group (the
     leader and those the evidence cannot tell from it) and how far the leader is ahead of each
     of the rest, e.g. "none and full_snapshot (lead 260 k records/s), ahead of timer 1.6x and
-    incremental(5, false) 2.4x". ``separated``: the leader stands alone."""
+    incremental(5, false) 2.4x"; a group of numbers equal as shown says "equal", never "1x".
+    ``separated``: the leader stands alone."""
     if found is None:
         return "not measured", False, ""
     number = _amount(found.metric, found.value.center)
     if found.contenders == 1:
         return f"only {found.best.strategy} ran ({number})", False, "nothing to compare"
+    names = ", ".join(k.strategy for k in found.leaders)
     if not found.decided:
-        names = ", ".join(k.strategy for k in found.leaders)
-        if len(found.leaders) == found.contenders:
-            return f"not separated: {names}", False, found.why
-        return f"not separated: {names} (lead {number})", False, found.why
+        if found.equal:
+            return f"equal: {names} ({number})", False, found.why
+        return f"not separated: {names}", False, found.why
     ahead = _and([f"{k.strategy}{_fold_text(fold)}" for k, fold in found.behind])
     if found.separated:
         return f"{found.best.strategy} ({number}), ahead of {ahead}", True, found.why
     group = _and([k.strategy for k in found.leaders])
-    return f"{group} (lead {number}), ahead of {ahead}", False, found.why
+    lead = "equal, " if found.equal else "lead "
+    return f"{group} ({lead}{number}), ahead of {ahead}", False, found.why

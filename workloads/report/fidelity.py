@@ -523,11 +523,14 @@ def fidelity_chart(run: Run, workload: str, rows: list[Comparison]) -> Chart | N
             )
             shown.add(label)
         fig.add_hline(y=1.0, line={"color": "#555", "dash": "dash", "width": 1}, row=1, col=col)
-        fig.update_yaxes(tickformat=".3~g", ticksuffix=TIMES, rangemode="tozero", row=1, col=col)
+        fig.update_yaxes(tickformat=".3~g", ticksuffix=TIMES, rangemode="tozero",
+                         title_text=f"factor of {BASELINE}'s {noun}", automargin=True,
+                         row=1, col=col)
+        fig.update_xaxes(title_text="backend", automargin=True, row=1, col=col)
     if not fig.data:
         return None
     fig.update_layout(barmode="group", bargap=0.2, height=420, template="plotly_white",
-                      margin={"l": 60, "r": 20, "t": 60, "b": 60},
+                      margin={"l": 60, "r": 20, "t": 60, "b": 60}, showlegend=True,
                       legend={"title": {"text": "strategy"}})
     strategies = [s for s in labels if s != TTL_ROW and s in shown]
     return Chart(

@@ -7,6 +7,12 @@ facets (subplot columns) or categories, never colours. Two kinds of trace are no
 say so in ``meta``: compaction markers on the state plot (name "compaction ran", one legend
 entry toggling them all, ``meta.kind == "compactions"``), and the knob-sweep chart's lines, whose
 x axis is the knob and whose lines are backends (told apart by symbol and dash, not colour).
+
+Every chart has a legend (even of one entry) and says the unit of every axis that shows ticks
+(its title; a browser test reads them), and no chart puts two engines' lanes on one axis of the
+same quantity: a Python lane and a JVM lane differ for reasons that are not the TTL strategy, so
+the throughput-vs-state and throughput charts give each engine a panel of its own, as the
+decision table gives each its own rows.
 """
 
 from __future__ import annotations
@@ -21,10 +27,11 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
+from workloads.report.engines import OWN, engine_of, engine_order, possessive
 from workloads.report.fmt import DASH, fmt_value
 from workloads.report.load import Run, ScenarioKey, backend_label
 from workloads.report.metrics import STORED_ENTRIES, rocksdb_metric, spec_for
-from workloads.report.runinfo import is_paced, paced_note, sweep
+from workloads.report.runinfo import is_paced, sweep
 from workloads.report.stats import compaction_marks, pareto_points, stat
 from workloads.report.ttl_curve import ttl_curve_points
 from workloads.results.summaries import Samples
@@ -80,6 +87,10 @@ TTL_CURVE_PANELS = (
     ("peak_live_entries", "peak live entries"),
     ("peak_checkpoint_bytes", "peak checkpoint bytes"),
 )
+#: An axis title per unit: what the numbers on a y axis count.
+AXIS_UNITS = {"bytes": "bytes", "entries": "entries", "count": "count", "rows": "rows",
+              "records/s": "records/s", "ops/s": "ops/s", "us": "µs", "ms": "ms",
+              "x": "factor", "share": "share"}
 
 
 @dataclass
@@ -91,6 +102,8 @@ class Chart:
     caption: str
     figure: go.Figure
     strategies: list[str] = field(default_factory=list)
+    #: The workload it draws ("" for a chart of several), set by :func:`charts`.
+    workload: str = ""
 
 
 
@@ -106,6 +119,7 @@ class Facets:
         self.run, self.rows = run, rows
         self.fig = make_subplots(rows=rows, cols=len(titles) if cols is None else cols,
                                  subplot_titles=list(titles), **subplots)
+        _lift_titles(self.fig)
         self.colour = colours(run)
         self.strategies: list[str] = []
 
@@ -211,40 +225,54 @@ def _time_axis(run: Run) -> tuple[float, str]:
     return 1_000.0, "logical time (s)"
 
 
+#: Pixels between a panel's title and its top y tick label, which plotly lets touch.
+TITLE_LIFT = 8
+#: Length of the x axes' outside ticks: the lowest y tick label ("0") and the first x tick
+#: label meet at a panel's corner unless the x labels sit this far below the axis.
+X_TICK_LENGTH = 8
+
+
+def _lift_titles(fig: go.Figure) -> None:
+    """Raise the subplot titles (annotations, at this point) clear of their top tick labels."""
+    fig.update_annotations(yshift=TITLE_LIFT)
+
+
 def _layout(fig: go.Figure, height: int) -> None:
+    """The page's look, and a legend on every chart (plotly hides one of a single trace)."""
     fig.update_layout(
         height=height,
         margin={"l": 70, "r": 20, "t": 60, "b": 50},
         font={"family": FONT, "size": 12},
+        showlegend=True,
         legend={"title": {"text": "strategy"}, "itemsizing": "constant", "tracegroupgap": 2},
         template="plotly_white",
         hovermode="closest",
     )
+    fig.update_xaxes(automargin=True, ticks="outside", ticklen=X_TICK_LENGTH, tickcolor="#bbb")
+    fig.update_yaxes(automargin=True)
+
+
+def axis_title(unit: str) -> str:
+    """A y axis's title: the unit its numbers are in ("bytes", "records/s")."""
+    return AXIS_UNITS.get(unit, unit or "value")
 
 
 def _y_format(fig: go.Figure, unit: str, row: int, col: int) -> None:
     suffix = {"bytes": "B", "us": " µs", "ms": " ms", "x": "\u00d7"}.get(unit, "")
     # a factor reads as 1.5x, not as SI's "1.5" with milli ticks below 1
     tickformat = ".3~g" if unit == "x" else "~s"
-    fig.update_yaxes(tickformat=tickformat, ticksuffix=suffix, rangemode="tozero", row=row,
-                     col=col)
+    fig.update_yaxes(tickformat=tickformat, ticksuffix=suffix, rangemode="tozero",
+                     title_text=axis_title(unit), title_standoff=4, row=row, col=col)
 
 
 def _na_note(run: Run, workload: str) -> str:
-    items = [k for k in run.scenarios(workload) if k in run.not_applicable]
-    if not items:
+    """One short sentence: how many scenarios are not drawn because they do not apply (each
+    reason is in the report's Not applicable section, not repeated under every chart)."""
+    n = sum(1 for k in run.scenarios(workload) if k in run.not_applicable)
+    if not n:
         return ""
-    # a swept strategy's labels share their reason: name the strategy once
-    grouped: dict[tuple[str, str, str], list[str]] = {}
-    for k in items:
-        base = k.strategy.split("(", 1)[0].strip()
-        grouped.setdefault((base, k.backend, run.not_applicable[k]), []).append(k.strategy)
-    parts = [
-        (labels[0] if len(labels) == 1 else f"{base} ({len(labels)} swept values)")
-        + f" on {backend}" + (f" ({reason})" if reason else "")
-        for (base, backend, reason), labels in grouped.items()
-    ]
-    return " Not applicable, so not shown: " + "; ".join(parts) + "."
+    return (f" {n} not-applicable scenario{'s are' if n > 1 else ' is'} not drawn (reasons: "
+            "Not applicable).")
 
 
 def _backends(run: Run, workload: str) -> list[str]:
@@ -257,6 +285,12 @@ def _measured(run: Run, workload: str, metrics: Sequence[str]) -> tuple[list[str
     keys = [k for k in run.scenarios(workload) if k not in run.not_applicable]
     present = [m for m in metrics if any(run.get(k, m) is not None for k in keys)]
     return _backends(run, workload), keys, present
+
+
+def tick_label(backend: str) -> str:
+    """A backend as a category tick: its label on two lines ("flink-heap", "Flink
+    (reference)"), narrow enough for plotly to leave unrotated beside its neighbours."""
+    return backend_label(backend).replace(" · ", "<br>")
 
 
 def facet_title(backend: str, what: str) -> str:
@@ -304,7 +338,11 @@ def state_chart(run: Run, workload: str) -> Chart | None:
 
 
 def _clock_note(run: Run, workload: str) -> str:
-    return " " + paced_note(run, workload) if is_paced(run, workload) else ""
+    """A paced workload's charts say so in a clause (the full note is on the first page)."""
+    if not is_paced(run, workload):
+        return ""
+    return (" Wall-clock driven (a paced clock): these numbers vary from run to run; lines over "
+            "time show repetition 0.")
 
 
 def _compaction_markers(
@@ -354,39 +392,54 @@ def _bar_hover(metric: str, unit: str, key: ScenarioKey, run: Run) -> str:
     )
 
 
+def engine_panel_title(engine: str, engines: Sequence[str]) -> str:
+    """A panel's heading for one engine's lanes: "statebench's lanes", "Flink's lanes
+    (context)" beside statebench's."""
+    context = " (context)" if engine != OWN and OWN in engines else ""
+    return f"{possessive(engine)} lanes{context}"
+
+
 def perf_chart(run: Run, workload: str) -> Chart | None:
-    """Throughput and latency percentiles: grouped bars (backend groups, strategy bars)."""
+    """Throughput and latency percentiles: grouped bars (backend groups, strategy bars), one
+    row of panels per engine, so no axis sets a Python lane's number beside a JVM lane's."""
     backends, keys, cols = _measured(run, workload, PERF_COLS)
     if not cols or not backends:
         return None
-    facets = Facets(run, [
-        "throughput (records/s)" if m == "records_per_s" else f"{spec_for(m).label} latency"
-        for m in cols
-    ], horizontal_spacing=0.07)
-    for c, metric in enumerate(cols, start=1):
-        unit = facets.unit(metric)
-        facets.y_format(unit, 1, c)
-        for strategy in run.strategies:
-            scenarios = [ScenarioKey(workload, b, strategy) for b in backends]
-            found = [stat(run, k, metric) if k in keys else None for k in scenarios]
-            if all(s is None for s in found):
-                continue
-            facets.add(
-                go.Bar, 1, c, strategy,
-                x=[backend_label(b) for b in backends],
-                y=[None if s is None else s.center for s in found],
-                marker_color=facets.colour[strategy],
-                error_y=_min_max_bars(found, 1.2),
-                hovertext=[_bar_hover(metric, unit, k, run) for k in scenarios],
-                hoverinfo="text",
-            )
+    engines = engine_order(backends)
+    titles = ["throughput" if m == "records_per_s" else f"{spec_for(m).label} latency"
+              for m in cols]
+    facets = Facets(run, [f"{engine_panel_title(e, engines)}<br>{title}" for e in engines
+                          for title in titles],
+                    rows=len(engines), cols=len(cols), horizontal_spacing=0.08,
+                    vertical_spacing=0.4 / len(engines))
+    for r, engine in enumerate(engines, start=1):
+        mine = [b for b in backends if engine_of(b) == engine]
+        for c, metric in enumerate(cols, start=1):
+            unit = facets.unit(metric)
+            facets.y_format(unit, r, c)
+            for strategy in run.strategies:
+                scenarios = [ScenarioKey(workload, b, strategy) for b in mine]
+                found = [stat(run, k, metric) if k in keys else None for k in scenarios]
+                if all(s is None for s in found):
+                    continue
+                facets.add(
+                    go.Bar, r, c, strategy,
+                    x=[tick_label(b) for b in mine],
+                    y=[None if s is None else s.center for s in found],
+                    marker_color=facets.colour[strategy],
+                    error_y=_min_max_bars(found, 1.2),
+                    hovertext=[_bar_hover(metric, unit, k, run) for k in scenarios],
+                    hoverinfo="text",
+                )
     facets.fig.update_layout(barmode="group", bargap=0.25)
+    facets.fig.update_xaxes(title_text="backend", tickfont={"size": 10})
     return facets.chart(
         f"fig-perf-{slug(workload)}",
         f"Throughput and latency — {workload}",
-        f"Median over repetitions (warm-up excluded); error bars span min{DASH}max."
+        f"Median over repetitions (warm-up excluded); error bars span min{DASH}max. One row "
+        "per engine: engines are not ranked against each other."
         + _clock_note(run, workload) + _na_note(run, workload),
-        420,
+        400 * len(engines) + 80,
     )
 
 
@@ -422,68 +475,77 @@ def checkpoint_chart(run: Run, workload: str) -> Chart | None:
 
 
 def pareto_chart(run: Run, workload: str) -> Chart | None:
-    """Throughput vs peak state bytes; Pareto-optimal points are large and outlined."""
+    """Throughput vs peak state bytes, one panel per engine (the lane registry's), each with its
+    own frontier: never one frontier over Python and JVM lanes, which the decision table does
+    not rank against each other either. Colour: strategy; symbol: backend (a legend entry
+    each, no labels on the points to collide); Pareto-optimal points are large and outlined."""
     metric, points = pareto_points(run, workload)
     if metric is None or not points:
         return None
-    backends = _backends(run, workload)
+    drawn = {p.key.backend for p in points}
+    backends = [b for b in _backends(run, workload) if b in drawn]
     symbol = {b: BACKEND_SYMBOLS[i % len(BACKEND_SYMBOLS)] for i, b in enumerate(backends)}
+    engines = engine_order(backends)
     colour = colours(run)
-    fig = go.Figure()
-    front = sorted((p for p in points if p.optimal), key=lambda p: p.peak_bytes)
-    if len(front) > 1:
-        fig.add_trace(
-            go.Scatter(
-                x=[p.peak_bytes for p in front],
-                y=[p.throughput.center for p in front],
-                mode="lines",
-                name="Pareto frontier",
-                line={"color": "#999", "dash": "dash", "shape": "hv"},
-                hoverinfo="skip",
-            )
-        )
-    strategies = _ordered(run, [p.key.strategy for p in points])
-    for strategy in strategies:
-        mine = [p for p in points if p.key.strategy == strategy]
-        fig.add_trace(_pareto_trace(strategy, mine, colour[strategy], symbol))
-    xs = np.array([p.peak_bytes for p in points], dtype=float)
-    log_x = bool(xs.min() > 0 and xs.max() / xs.min() > 20)
-    fig.update_xaxes(
-        title_text=f"peak {metric.replace('_', ' ')} (lower is better)",
-        tickformat="~s",
-        ticksuffix="B",
-        type="log" if log_x else "linear",
-    )
-    fig.update_yaxes(
-        title_text="throughput, records/s (higher is better)", tickformat="~s", rangemode="tozero"
-    )
+    fig = make_subplots(rows=1, cols=len(engines), horizontal_spacing=0.1,
+                        subplot_titles=[engine_panel_title(e, engines) for e in engines])
+    _lift_titles(fig)
+    shown: set[str] = set()
+    for c, engine in enumerate(engines, start=1):
+        mine = [p for p in points if engine_of(p.key.backend) == engine]
+        front = sorted((p for p in mine if p.optimal), key=lambda p: p.peak_bytes)
+        if len(front) > 1:
+            fig.add_trace(go.Scatter(
+                x=[p.peak_bytes for p in front], y=[p.throughput.center for p in front],
+                mode="lines", name="Pareto frontier", legendgroup="frontier",
+                showlegend="frontier" not in shown, hoverinfo="skip",
+                line={"color": "#999", "dash": "dash", "shape": "hv"}), row=1, col=c)
+            shown.add("frontier")
+        for strategy in _ordered(run, [p.key.strategy for p in mine]):
+            fig.add_trace(_pareto_trace(strategy, [p for p in mine if p.key.strategy == strategy],
+                                        colour[strategy], symbol, strategy not in shown),
+                          row=1, col=c)
+            shown.add(strategy)
+        xs = np.array([p.peak_bytes for p in mine], dtype=float)
+        log_x = bool(xs.min() > 0 and xs.max() / xs.min() > 20)
+        fig.update_xaxes(title_text=f"peak {metric.replace('_', ' ')}, bytes (lower is better)",
+                         tickformat="~s", ticksuffix="B", type="log" if log_x else "linear",
+                         row=1, col=c)
+        fig.update_yaxes(title_text="throughput, records/s (higher is better)",
+                         tickformat="~s", rangemode="tozero", row=1, col=c)
+    for b in backends:  # the symbols' key: legend entries that draw no point
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=backend_label(b),
+                                 legendgroup="backends", hoverinfo="skip",
+                                 marker={"symbol": symbol[b], "color": "#777", "size": 10},
+                                 meta={"kind": "backend-key", "backend": b}))
     _layout(fig, 440)
-    fig.update_layout(margin={"t": 20})
+    fig.update_layout(margin={"t": 40},
+                      legend={"title": {"text": "colour: strategy<br>symbol: backend"}})
     return Chart(
         f"fig-pareto-{slug(workload)}",
         f"Throughput vs peak state — {workload}",
-        f"One marker per backend (shape, labelled) and strategy (colour); x is the peak "
+        f"One panel per engine, each against its own frontier: engines are not ranked against "
+        f"each other. One marker per backend (symbol) and strategy (colour); x is the peak "
         f"{spec_for(metric).label} over logical time, y the median throughput with "
-        f"min{DASH}max bars. "
-        "Large outlined markers are Pareto-optimal: no other configuration is both at least as "
-        "fast and at least as small. The dashed staircase is the frontier."
+        f"min{DASH}max bars. Large outlined markers are Pareto-optimal in their panel: no "
+        "other configuration of that engine is both at least as fast and at least as small. "
+        "The dashed staircase is the frontier."
         + _clock_note(run, workload),
         fig,
-        strategies,
+        _ordered(run, [p.key.strategy for p in points]),
     )
 
 
-def _pareto_trace(strategy: str, mine: list[Any], colour: str,
-                  symbol: dict[str, str]) -> go.Scatter:
-    """One strategy's points on the Pareto chart: a marker per backend, labelled with it."""
+def _pareto_trace(strategy: str, mine: list[Any], colour: str, symbol: dict[str, str],
+                  show: bool) -> go.Scatter:
+    """One strategy's points in one engine's panel: a marker per backend (its symbol)."""
     return go.Scatter(
         x=[p.peak_bytes for p in mine],
         y=[p.throughput.center for p in mine],
-        mode="markers+text",
+        mode="markers",
         name=strategy,
-        text=[backend_label(p.key.backend) for p in mine],
-        textposition="top center",
-        textfont={"size": 10, "color": "#555"},
+        legendgroup=strategy,
+        showlegend=show,
         marker={
             "color": colour,
             "symbol": [symbol[p.key.backend] for p in mine],
@@ -491,10 +553,12 @@ def _pareto_trace(strategy: str, mine: list[Any], colour: str,
             "line": {"color": "#111", "width": [3 if p.optimal else 0 for p in mine]},
         },
         error_y=_min_max_bars([p.throughput for p in mine], 1),
+        meta={"kind": "pareto", "backends": [p.key.backend for p in mine]},
         hovertext=[
-            f"{strategy} · {p.key.backend}<br>{fmt_value(p.throughput.center, 'records/s')}"
+            f"{strategy} · {backend_label(p.key.backend)}<br>"
+            f"{fmt_value(p.throughput.center, 'records/s')}"
             f"<br>peak {fmt_value(p.peak_bytes, 'bytes')}"
-            + ("<br><b>Pareto-optimal</b>" if p.optimal else "")
+            + ("<br><b>Pareto-optimal</b> (in its engine)" if p.optimal else "")
             for p in mine
         ],
         hoverinfo="text",
@@ -539,6 +603,10 @@ def rocksdb_chart(run: Run, workload: str) -> Chart | None:
         facets.series(r, c, key, samples, divisor, f"{label}: %{{y:.3s}} at %{{x:.4g}}",
                       dash=dash, shape="hv" if units[(r, c)] == "count" else "linear")
     facets.fig.update_xaxes(title_text=xlabel, row=n_rows)
+    if single and len(panels) % 2:  # no empty panel: the column above it shows the time axis
+        facets.fig.update_xaxes(visible=False, row=n_rows, col=2)
+        facets.fig.update_yaxes(visible=False, row=n_rows, col=2)
+        facets.fig.update_xaxes(title_text=xlabel, showticklabels=True, row=n_rows - 1, col=2)
     return facets.chart(
         f"fig-rocksdb-{slug(workload)}",
         f"RocksDB activity over logical time — {workload}",
@@ -582,7 +650,7 @@ def checkpoint_time_chart(run: Run, workload: str) -> Chart | None:
             f"<extra>{key.strategy} · {key.backend}</extra>",
         )
     facets.fig.update_layout(barmode="stack", bargap=0.15)
-    facets.fig.update_xaxes(tickfont={"size": 9})
+    facets.fig.update_xaxes(tickfont={"size": 9}, title_text="strategy, checkpoint id")
     phases = ", ".join(
         f"{label} ({'solid' if not pattern else 'hatched' if pattern == '/' else 'dotted'})"
         for _, label, pattern in measured
@@ -613,6 +681,7 @@ def sweep_chart(run: Run, workload: str) -> Chart | None:
         return None
     fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[t for _, t in panels],
                         horizontal_spacing=0.07)
+    _lift_titles(fig)
     knob = f"{swept.strategy} {swept.knob}".strip()
     for c, (metric, _title) in enumerate(panels, start=1):
         unit = run.units.get(metric, spec_for(metric).unit)
@@ -725,7 +794,8 @@ def _ttl_curve_trace(backend: str, j: int, points: Sequence[Any], field_name: st
 
 
 #: Sections in page order and the charts each holds per workload. "rocksdb" and "sweep" appear
-#: only when a run has RocksDB counters or a knob sweep.
+#: only when a run has RocksDB counters or a knob sweep. "pareto" is each workload's one chart
+#: on the report's first page (``front.py``), not a section of its own.
 BUILDERS = {
     "pareto": (pareto_chart,),
     "state": (state_chart,),
@@ -741,8 +811,13 @@ def charts(run: Run) -> dict[str, list[Chart]]:
     """All charts by section name (see :data:`BUILDERS`), each section's charts by workload."""
     result: dict[str, list[Chart]] = {}
     for section, builders in BUILDERS.items():
-        made = [build(run, w) for w in run.workloads for build in builders]
-        kept = [c for c in made if c is not None]
+        kept = []
+        for w in run.workloads:
+            for build in builders:
+                chart = build(run, w)
+                if chart is not None:
+                    chart.workload = w
+                    kept.append(chart)
         if kept or section not in OPTIONAL_SECTIONS:
             result[section] = kept
     return _unique_ids(result)

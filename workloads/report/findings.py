@@ -19,7 +19,7 @@ from workloads.report.fmt import DASH, compare_phrase, connector, fmt_value, si
 from workloads.report.load import Run, ScenarioKey, backend_label
 from workloads.report.metrics import STORED_ENTRIES, TIMING_DEPENDENT
 from workloads.report.runinfo import TTL_DB, is_paced, paced_note, rocksdb_options, sweep
-from workloads.report.stats import Stat, compaction_marks, pareto_front, pareto_points, stat
+from workloads.report.stats import Stat, compaction_marks, pareto_points, stat
 from workloads.report.tables import metric_class
 
 BASELINE = "none"
@@ -238,7 +238,7 @@ def _pareto(run: Run, workload: str) -> list[Sentence]:
     engines = engine_order(p.key.backend for p in points)
     for engine in engines:
         mine = [p for p in points if engine_of(p.key.backend) == engine]
-        front = pareto_front([(p.peak_bytes, p.throughput.center) for p in mine])
+        front = [p.optimal for p in mine]  # (each engine's points against their own)
         context = " (context)" if engine != OWN and OWN in engines else ""
         s = Sentence().t(f"Pareto-optimal for throughput vs peak "
                          f"{str(metric).replace('_', ' ')} on {possessive(engine)} lanes"

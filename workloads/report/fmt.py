@@ -121,6 +121,26 @@ def compare_phrase(new: float, base: float, noun: str, up: str = "higher",
     return f"{(1 - r) * 100:.0f}% {down} {noun}"
 
 
+def _percent(share: float) -> str:
+    """A percentage a reader takes in: '25%', '0.6%' (never '0%' for a real difference)."""
+    pct = share * 100
+    return f"{pct:.0f}%" if pct >= 1 else f"{pct:.1g}%"
+
+
+def fold_phrase(fold: float | None, noun: str, worse: str) -> str:
+    """A decided fold in words, worse side first: how a strategy ``fold`` times behind the
+    leader reads ('25% lower throughput', '4.38x fewer stored entries', '45% more bytes'),
+    from the very number the decision table prints (so the two cannot disagree). ``worse``:
+    'lower' or 'fewer' (the other number is ``fold`` times larger), 'more' or 'higher' (this
+    one is)."""
+    if fold is None or not math.isfinite(fold) or fold <= 0:
+        return f"{worse} {noun}"
+    if fold >= 2:
+        return f"{_fold(fold)}{TIMES} {worse} {noun}"
+    share = 1 - 1 / fold if worse in ("lower", "fewer") else fold - 1
+    return f"{_percent(share)} {worse} {noun}"
+
+
 def connector(new: float, base: float) -> str:
     """The word joining a :func:`compare_phrase` to the baseline's name: 'about the same X as',
     '18.5x the X of', otherwise '12% lower X than'."""

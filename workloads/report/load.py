@@ -273,10 +273,15 @@ def load_run(run_dir: str | Path) -> Run:
             if key not in run.samples:
                 run.not_applicable.setdefault(key, reason)
 
-    # an incomplete run: the scenarios it never ran read "not run", not missing in silence
+    # an incomplete run: the scenarios it never ran read "not run", not missing in silence;
+    # one whose job failed in its engine, before any round finished, reads why
     stopped = incomplete(meta)
     if stopped is not None:
         run.incomplete = stopped.line()
+        for failure in stopped.failed:
+            key = ScenarioKey(failure.workload, failure.backend, failure.strategy)
+            if key not in run.samples:
+                run.not_applicable.setdefault(key, failure.reason())
         for left in stopped.unfinished:
             key = ScenarioKey(left.workload, left.backend, left.strategy)
             if key not in run.samples:

@@ -1,6 +1,8 @@
 """Public entry points: ``render_report`` (one run) and ``render_diff`` (two runs).
 
-Both write a single self-contained HTML file and return its path.  Assembly only: loading,
+Both write a single self-contained HTML file and return its path. A run's report opens on its
+first page (what to pick: the decision tables, one chart per workload); every other section is
+a tab of the same file (``template.page``).  Assembly only: loading,
 statistics, findings, figures and tables each live in their own module.
 """
 
@@ -29,13 +31,14 @@ from workloads.report.verdict import Side
 from workloads.results.store import write_text_atomic
 
 SECTION_TITLES = {
-    "pareto": "Trade-off",
-    "state": "State size",
+    "state": "State over time",
     "perf": "Throughput & latency",
     "checkpoint": "Checkpoints",
     "rocksdb": "RocksDB activity",
     "sweep": "Knob sweep",
 }
+#: The charts on the first page, one per workload (the rest are a tab away).
+FIRST_PAGE = "pareto"
 
 
 def _meta(run: Run, key: str) -> str:
@@ -67,9 +70,12 @@ def _charts_html(items: list[Chart]) -> str:
 
 
 def report_html(run: Run) -> str:
-    """The full report page for ``run`` as a string."""
-    sections = [("findings", "What to pick", front_html(run))]
-    for name, items in charts(run).items():
+    """The full report page for ``run`` as a string: the first page (the decision tables and
+    one chart per workload), every other section a tab of the same file."""
+    by_section = charts(run)
+    first = {c.workload: c for c in by_section.pop(FIRST_PAGE, [])}
+    sections = [("findings", "What to pick", front_html(run, first))]
+    for name, items in by_section.items():
         html = _charts_html(items)
         if name == "sweep":  # a TTL sweep's state-vs-TTL numbers under its curve
             html += "\n".join(ttl_curve_table(run, w) for w in run.workloads)
@@ -90,7 +96,8 @@ def report_html(run: Run) -> str:
         ("environment", "Environment", environment_table(run.meta)),
         ("spec", "Workload spec", spec_block(run.meta)),
     ]
-    return page(f"statebench report {run.run_id}", _header(run), sections, with_plotly=True)
+    return page(f"statebench report {run.run_id}", _header(run), sections, with_plotly=True,
+                tabs=True)
 
 
 def render_report(run_dir: str | Path, out_path: Path | None = None) -> Path:

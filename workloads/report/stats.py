@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workloads.report.engines import engine_of
 from workloads.report.load import Run, ScenarioKey
 from workloads.results.summaries import BASIS, Stat, summarize
 
@@ -66,7 +67,10 @@ def pareto_bytes_metric(run: Run, workload: str) -> str | None:
 
 
 def pareto_points(run: Run, workload: str) -> tuple[str | None, list[ParetoPoint]]:
-    """Points with both a throughput and a peak-bytes number, flagged if Pareto-optimal."""
+    """Points with both a throughput and a peak-bytes number, flagged if Pareto-optimal among
+    their own engine's points (the lane registry's): a JVM lane several times faster than a
+    Python one would otherwise push every Python lane off the frontier, a ranking of engines
+    the report never makes."""
     metric = pareto_bytes_metric(run, workload)
     if metric is None:
         return None, []
@@ -75,8 +79,12 @@ def pareto_points(run: Run, workload: str) -> tuple[str | None, list[ParetoPoint
         tp, size = stat(run, key, "records_per_s"), stat(run, key, metric)
         if tp is not None and size is not None:
             raw.append((key, size.center, tp))
-    flags = pareto_front([(x, tp.center) for _, x, tp in raw])
-    points = [ParetoPoint(k, x, tp, f) for (k, x, tp), f in zip(raw, flags)]
+    optimal: dict[ScenarioKey, bool] = {}
+    for engine in {engine_of(k.backend) for k, _, _ in raw}:
+        mine = [(k, x, tp) for k, x, tp in raw if engine_of(k.backend) == engine]
+        optimal.update(zip((k for k, _, _ in mine),
+                           pareto_front([(x, tp.center) for _, x, tp in mine])))
+    points = [ParetoPoint(k, x, tp, optimal[k]) for k, x, tp in raw]
     return metric, points
 
 

@@ -7,14 +7,21 @@ a later scenario). Until every planned job finished, run.json says ``"complete":
 
     "complete": false,
     "progress": {
-      "stopped": "interrupted",            # running | interrupted | terminated | failed
+      "stopped": "interrupted",  # running | interrupted | terminated | failed | ended
       "error": "",                         # a failed run's error, one line
       "scenarios": 4, "scenarios_finished": 1,
       "jobs": 8, "jobs_finished": 3,       # a job is one scenario in one round
       "finished": [{"workload": ..., "backend": ..., "strategy": ..., "rounds": 2}],
       "unfinished": [{"workload": ..., "backend": ..., "strategy": ...,
-                      "rounds_finished": 1, "rounds": 2}]
+                      "rounds_finished": 1, "rounds": 2}],
+      "failed": [{"workload": ..., "backend": ..., "strategy": ..., "round": 1,
+                  "error": "the engine's message, one line"}]
     }
+
+"ended" is a run that went through its plan while jobs failed in their engine
+(``workloads.run.job_errors``): each failed job's scenario was skipped from then on and is
+listed in ``failed``; the other scenarios ran. A run stopped otherwise may list failed jobs too
+(those that failed before it stopped).
 
 "running" read from a folder means the run was killed without a word (``kill -9``, a power
 loss) or is still running. A finished run says ``"complete": true`` and has no ``progress``; a
@@ -37,6 +44,7 @@ STOPPED = {
     "interrupted": "interrupted",
     "terminated": "terminated",
     "failed": "stopped by an error",
+    "ended": "every other job ran",
 }
 #: The reason a scenario that never ran reads with in a report and a diff (``n/a (...)``).
 NOT_RUN = "not run: the run stopped before it"
@@ -50,8 +58,12 @@ def progress_record(parts: Iterable[tuple[str, Any]], stopped: str,
     one per workload of the run (a comparison has several), and how the run stopped."""
     finished: list[dict[str, Any]] = []
     unfinished: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
     jobs = jobs_finished = 0
     for workload, completion in parts:
+        failed.extend({"workload": workload, "backend": backend, "strategy": strategy,
+                       "round": round_index, "error": message}
+                      for backend, strategy, round_index, message in completion.failed)
         rounds = int(completion.rounds)
         for backend, strategy, done in completion.done:
             jobs += rounds
@@ -70,6 +82,7 @@ def progress_record(parts: Iterable[tuple[str, Any]], stopped: str,
         "jobs_finished": jobs_finished,
         "finished": finished,
         "unfinished": unfinished,
+        "failed": failed,
     }
 
 
@@ -85,6 +98,25 @@ class Unfinished:
 
 
 @dataclass(frozen=True)
+class Failed:
+    """A job of an incomplete run that failed in its engine (``round`` -1: the warm-up)."""
+
+    workload: str
+    backend: str
+    strategy: str
+    round: int
+    error: str
+
+    def when(self) -> str:
+        """"in round 2", or "in the warm-up round"."""
+        return "in the warm-up round" if self.round < 0 else f"in round {self.round}"
+
+    def reason(self) -> str:
+        """How its scenario reads where it has no numbers: "failed in round 2: <error>"."""
+        return f"failed {self.when()}: {self.error}"
+
+
+@dataclass(frozen=True)
 class Incomplete:
     """What run.json says of a run that did not finish (None where it does not say)."""
 
@@ -95,6 +127,7 @@ class Incomplete:
     stopped: str
     error: str
     unfinished: tuple[Unfinished, ...]
+    failed: tuple[Failed, ...] = ()
 
     def line(self) -> str:
         """"incomplete run: N of M scenarios finished (J of K jobs; how it stopped)"."""
@@ -109,6 +142,12 @@ class Incomplete:
         how = STOPPED.get(self.stopped)
         if how is not None:
             details.append(f"{how}: {self.error}" if self.error else how)
+        if self.failed:
+            first = self.failed[0]
+            count = "a job failed" if len(self.failed) == 1 else \
+                f"{len(self.failed)} jobs failed, the first"
+            details.append(f"{count}: {first.backend} {first.strategy} {first.when()}: "
+                           f"{first.error}")
         return f"{head} ({'; '.join(details)})" if details else head
 
 
@@ -139,6 +178,22 @@ def _unfinished(items: Any) -> tuple[Unfinished, ...]:
     return tuple(out)
 
 
+def _failed(items: Any) -> tuple[Failed, ...]:
+    if not isinstance(items, Sequence) or isinstance(items, str):
+        return ()
+    out = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        names = [item.get(k) for k in ("workload", "backend", "strategy")]
+        when = item.get("round")
+        if not all(isinstance(n, str) for n in names) or isinstance(when, bool) or \
+                not isinstance(when, int):
+            continue
+        out.append(Failed(*(_text(n) for n in names), when, _text(item.get("error"))))
+    return tuple(out)
+
+
 def incomplete(meta: dict[str, Any]) -> Incomplete | None:
     """What run.json (``meta``) says of a run that did not finish; None for a complete run
     (``"complete": true``, or no flag: a folder from before it, published only complete)."""
@@ -154,6 +209,7 @@ def incomplete(meta: dict[str, Any]) -> Incomplete | None:
         stopped=_text(progress.get("stopped")),
         error=_text(progress.get("error")),
         unfinished=_unfinished(progress.get("unfinished")),
+        failed=_failed(progress.get("failed")),
     )
 
 

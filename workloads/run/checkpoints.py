@@ -25,6 +25,10 @@ Layout under the run's shared checkpoint root (a local path or a pyarrow.fs URI)
 
     <root>/<run id>/<scenario slug>/rep-<r>/task-<t>/attempt-<a>/chk-<id>/...
 
+(``warm-up`` instead of ``rep-<r>`` for a comparison's unmeasured warm-up round), and a job
+lane's (a Flink SQL job, a Spark query) ``<root>/<run id>/<scenario slug>/rep-<r>/<lane>``
+(:func:`job_checkpoint_dir`).
+
 Retried Spark task attempts must neither corrupt nor double-count: each attempt writes its own
 ``attempt-<a>`` folder (``a`` = Spark's ``taskAttemptId``, unique and growing with every retry),
 and an attempt removes the folders of lower-numbered attempts of the same task when it starts
@@ -44,6 +48,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow.fs as pafs
@@ -76,8 +81,36 @@ def join(root: str, *parts: str) -> str:
     return "/".join([root.rstrip("/"), *parts])
 
 
+def round_folder(repetition: int) -> str:
+    """The folder of one round's checkpoints: ``rep-<r>``, or ``warm-up`` for the unmeasured
+    warm-up round (``workloads.run.runner.WARMUP_ROUND``, a negative repetition), which is no
+    repetition and must not read as one (nor make a name Spark refuses)."""
+    return "warm-up" if repetition < 0 else f"rep-{repetition}"
+
+
 def task_dir(root: str, run_id: str, scenario_slug: str, repetition: int, task: int) -> str:
-    return join(root, slug(run_id), scenario_slug, f"rep-{repetition}", f"task-{task:05d}")
+    return join(root, slug(run_id), scenario_slug, round_folder(repetition), f"task-{task:05d}")
+
+
+def local_checkpoint_root(root: str, lanes: str = "flink-sql lanes") -> Path:
+    """The run's checkpoint root as the local folder an engine writes into: a ``file://``
+    URI's path (``Path("file:///abs")`` is the relative folder ``file:/abs``, where checkpoints
+    went under the current folder). Other URIs are refused (the CLI does so up front for the
+    lanes that measure local folders); ``lanes`` names who refuses."""
+    if "://" in root and not root.startswith("file://"):
+        raise ValueError(f"checkpoint root {root}: the {lanes} write checkpoints as local "
+                         "files; give a local folder or a file:// URI")
+    return Path(root.removeprefix("file://") or "/").absolute()
+
+
+def job_checkpoint_dir(cfg: Any, root: str | None, work: Path, lane: str) -> Path:
+    """A job lane's checkpoint folder for ``cfg``'s scenario and round:
+    ``<root>/<run id>/<scenario slug>/rep-<r>/<lane>`` as every lane's (two runs never share
+    one), or ``work/checkpoints`` (the job's temporary folder) when the run has no root."""
+    if root is None:
+        return work / "checkpoints"
+    return (local_checkpoint_root(root, f"{lane} lanes") / slug(cfg.run_id)
+            / slug(cfg.scenario.label) / round_folder(cfg.repetition) / lane)
 
 
 def attempt_dir(task_folder: str, attempt: int) -> str:

@@ -18,13 +18,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from workloads.errors import JobsFailed, LaneJobError, note_failures
 from workloads.results.completion import progress_record
 from workloads.results.store import DEFAULT_RESULTS_DIR, RunFolder, run_metadata
 from workloads.run import checkpoints as ck
 from workloads.run import run_tempdirs
 from workloads.run.engines import make_engine
 from workloads.run.metrics import METRIC_SCHEMA
-from workloads.run.plan import PlanError, RunConfig, RunOutcome, new_run_id
+from workloads.run.plan import Completion, PlanError, RunConfig, RunOutcome, new_run_id
 from workloads.run.runner import JobCallback, completion, run
 from workloads.run.runner import planned_jobs as runner_planned_jobs
 from workloads.spec import WorkloadSpec, load_spec
@@ -135,9 +136,15 @@ def run_comparison(
 ) -> list[RunOutcome]:
     """Run every workload's matrix on one engine (Spark runs share one session: ``master``, or
     local[*], or spark-submit's when launched by it). ``on_result`` (a
-    :class:`ComparisonFolder`'s ``save``) sees what finished as the comparison goes."""
+    :class:`ComparisonFolder`'s ``save``) sees what finished as the comparison goes.
+
+    A workload whose jobs failed in their engine (``runner.run`` raised
+    :class:`~workloads.errors.JobsFailed`) keeps what else it ran and the comparison goes on
+    with the next workload; once every workload ran, the failures of all of them are raised
+    as one :class:`JobsFailed` with every workload's outcome (after ``on_result`` saw them)."""
     engine = make_engine(in_process, master)
     outcomes: list[RunOutcome] = []
+    failures: list[LaneJobError] = []
     checkpoint_base = run_tempdirs.make("statebench-compare-ckpt-")  # owner-tagged: swept if killed
     try:
         for cfg in configs:
@@ -145,9 +152,20 @@ def run_comparison(
             cfg = replace(cfg, checkpoint_root=ck.join(checkpoint_base, ck.slug(cfg.spec.name)))
             sink = None if on_result is None else (
                 lambda partial, before=tuple(outcomes): on_result([*before, partial]))
-            outcomes.append(run(cfg, engine, on_job, sink))
+            try:
+                outcomes.append(run(cfg, engine, on_job, sink))
+            except JobsFailed as exc:  # the other workloads still run
+                outcomes.extend(exc.outcomes)
+                failures.extend(exc.failures)
+    except BaseException as exc:  # stopped: the earlier workloads' failed jobs are said too
+        note_failures(exc, failures)
+        raise
     finally:
         run_tempdirs.remove(checkpoint_base)
+    if failures:
+        if on_result is not None:  # the comparison as it ended, every workload in it
+            on_result(list(outcomes))
+        raise JobsFailed(failures, outcomes)
     return outcomes
 
 
@@ -157,17 +175,17 @@ def comparison_metadata(outcomes: Sequence[RunOutcome],
 
     Complete when every outcome is and every one of ``configs`` (the comparison's workloads,
     when they are given) has one; else ``"complete": false`` and the ``progress`` of every
-    workload: finished, stopped (how the run stopped is the stopped workload's) or not
-    started."""
+    workload: finished, stopped (how the run stopped is the stopped workload's: see
+    :func:`how_stopped`) or not started."""
     metas = [run_metadata(o) for o in outcomes]
     meta = dict(metas[0])
     pending = list(configs[len(outcomes):])
-    stopped = next((o.completion for o in outcomes if o.completion is not None), None)
-    if stopped is not None or pending:
+    stopped = [o.completion for o in outcomes if o.completion is not None]
+    if stopped or pending:
         parts = [(o.config.spec.name, o.completion or completion(o.config, o.config.repetitions))
                  for o in outcomes]
         parts += [(c.spec.name, completion(c, 0, "not started")) for c in pending]
-        how = stopped or completion(configs[0], 0)  # no outcome stopped: still running
+        how = how_stopped(stopped, bool(pending)) or completion(configs[0], 0)
         meta["complete"] = False
         meta["progress"] = progress_record(parts, how.stopped, how.error)
     meta["spec"] = [m["spec"] for m in metas]
@@ -191,6 +209,19 @@ def comparison_metadata(outcomes: Sequence[RunOutcome],
     if sweep is not None:
         meta["sweep"] = sweep.as_dict()
     return meta
+
+
+def how_stopped(stopped: Sequence[Completion], pending: bool) -> Completion | None:
+    """How an incomplete comparison stopped, of its workloads' completions: a workload still
+    running, or one that a signal or an error stopped, says it; workloads that ended with
+    failed jobs (``"ended"``) say so only when nothing else runs or is still to run (the
+    comparison goes on past them). None: no workload stopped and some are still to run."""
+    for completion_ in stopped:
+        if completion_.stopped not in ("ended", "not started"):
+            return completion_
+    if pending:
+        return None
+    return stopped[0] if stopped else None
 
 
 class ComparisonFolder:

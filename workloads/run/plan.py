@@ -223,7 +223,12 @@ def plan_scenarios(cfg: RunConfig) -> tuple[list[Scenario], list[NotApplicable]]
         lane = LANES[kind]
         spec_reason = lane.spec_reason(cfg)
         for label in cfg.strategy_labels:
-            reason = spec_reason if spec_reason is not None else lane.strategy_reason(cfg, label)
+            reason = spec_reason
+            if reason is None:
+                reason = lane.strategy_reason(cfg, label)
+                note = cfg.sweep.scenario_note(label) if cfg.sweep is not None else None
+                if reason is not None and note is not None and label not in reason:
+                    reason = f"{note}: {reason}"  # the lane names the cleanup, not the label
             if reason is None:
                 runnable.append(Scenario(kind, label))
             else:
@@ -310,12 +315,19 @@ class Completion:
     finished (``done``: (backend, strategy, rounds finished), every runnable scenario in plan
     order) of the ``rounds`` planned, and how it stopped: "running" (a snapshot written while
     it runs; read later, the run was killed without a word), "interrupted" (SIGINT),
-    "terminated" (SIGTERM), "failed" (an error, ``error`` says which) or "not started"."""
+    "terminated" (SIGTERM), "failed" (an error stopped it, ``error`` says which), "ended" (it
+    ran every job it could, but some failed in their engine) or "not started".
+
+    ``failed``: the jobs that failed in their engine, in the order they did, as (backend,
+    strategy, round, the engine's message in one line); the run skipped each one's scenario
+    from then on and went on with the others (``workloads.run.runner``), whatever stopped it
+    later."""
 
     rounds: int
     done: tuple[tuple[str, str, int], ...]
     stopped: str = "running"
     error: str = ""
+    failed: tuple[tuple[str, str, int, str], ...] = ()
 
     @property
     def jobs(self) -> int:

@@ -35,9 +35,11 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from workloads.errors import JobsFailed, LaneJobError, note_failures
 from workloads.lanes import LANES
 from workloads.run import run_tempdirs
 from workloads.run.config import OperatorConfig
+from workloads.run.job_errors import job_failure
 from workloads.run.metrics import (
     METRIC_SCHEMA,
     attempts,
@@ -172,7 +174,11 @@ def stop_reason(exc: BaseException) -> tuple[str, str]:
     """How a run that raised ``exc`` stopped, as :class:`Completion` says it: ("interrupted",
     "") for SIGINT, ("terminated", "") for SIGTERM, also when the signal broke off a Spark job
     whose error then replaced it (the ``__context__`` chain is searched, as the CLI's
-    ``lifecycle.signal_cause`` does), else ("failed", the error's type and first line)."""
+    ``lifecycle.signal_cause`` does), ("ended", "") for :class:`JobsFailed` (the run went
+    through; its failed jobs are listed apart), else ("failed", the error's type and first
+    line)."""
+    if isinstance(exc, JobsFailed):
+        return "ended", ""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
@@ -188,14 +194,17 @@ def stop_reason(exc: BaseException) -> tuple[str, str]:
 
 
 def completion(cfg: RunConfig, done: dict[tuple[str, str], int] | int,
-               stopped: str = "running", error: str = "") -> Completion:
+               stopped: str = "running", error: str = "",
+               failures: Sequence[LaneJobError] = ()) -> Completion:
     """How far ``cfg``'s run got: ``done`` is the measured rounds each (backend, strategy)
-    finished, or one number for every runnable scenario (0: a run not started)."""
+    finished, or one number for every runnable scenario (0: a run not started); ``failures``
+    the jobs that failed in their engine."""
     runnable, _ = plan_scenarios(cfg)
     count = (lambda s: done) if isinstance(done, int) else (
         lambda s: done.get((s.backend, s.strategy), 0))
     return Completion(cfg.repetitions, tuple((s.backend, s.strategy, count(s)) for s in runnable),
-                      stopped, error)
+                      stopped, error,
+                      tuple((f.backend, f.strategy, f.round, f.message) for f in failures))
 
 
 def run(cfg: RunConfig, engine: Engine, on_job: JobCallback | None = None,
@@ -212,7 +221,16 @@ def run(cfg: RunConfig, engine: Engine, on_job: JobCallback | None = None,
     later job), before the exception leaves: ``outcome.completion`` says how far the run got
     and how it stopped, and its rows are the finished jobs', each job's finalized on its own
     (so a snapshot costs one job's finalizing, not the whole run's). The complete outcome is
-    not passed: it is what ``run`` returns, its rows finalized together as always."""
+    not passed: it is what ``run`` returns, its rows finalized together as always.
+
+    A job that fails in its engine (``workloads.run.job_errors``: not a signal, not a usage or
+    environment error, which stop the run as before) does not stop the run: it is recorded as
+    a :class:`~workloads.errors.LaneJobError`, its scenario's later rounds are skipped
+    (``on_job`` is still called for them, so a progress bar ends full), and the other
+    scenarios run. Why: one lane's engine refusing one scenario must not cost the hour the
+    other lanes' jobs took, nor the ones still to come. A run with failed jobs ends with
+    :class:`~workloads.errors.JobsFailed` once every other job ran, carrying the failures and
+    the outcome (incomplete, ``Completion.stopped`` "ended"), which ``on_result`` got too."""
     started = time.perf_counter()
     runnable, skipped = plan_scenarios(cfg)
     parts: list[pa.Table] = []
@@ -221,13 +239,20 @@ def run(cfg: RunConfig, engine: Engine, on_job: JobCallback | None = None,
     jobs = job_order(runnable, cfg.repetitions, cfg.spec.seed, cfg.warm_up)
     skipped_rows = not_applicable_rows(cfg.run_id, cfg.spec.name,
                                        [(n.backend, n.strategy) for n in skipped])
-    finished: list[pa.Table] = []  # each finished job's rows, finalized (for on_result)
+    measured: list[pa.Table] = []  # each finished measured job's raw rows
+    finished: list[pa.Table] = []  # the same, finalized as far as so_far got (one job a call)
     retried: dict[str, int] = {}
     done: dict[tuple[str, str], int] = {}
+    failures: list[LaneJobError] = []
+    given_up: set[tuple[str, str]] = set()  # scenarios whose later rounds are skipped
     facts: DataFacts | None = None
 
     def so_far(stopped: str, error: str = "") -> RunOutcome:
         """The outcome of the jobs that finished, marked incomplete."""
+        for raw in measured[len(finished):]:
+            finished.append(finalize_rows(raw))
+            for label, n in attempts(raw).items():
+                retried[label] = retried.get(label, 0) + n
         return RunOutcome(
             config=cfg,
             rows=pa.concat_tables([*finished, skipped_rows.cast(METRIC_SCHEMA)]),
@@ -238,19 +263,36 @@ def run(cfg: RunConfig, engine: Engine, on_job: JobCallback | None = None,
             retried_attempts={k: v for k, v in retried.items() if v},
             job_seconds={k: list(v) for k, v in job_seconds.items()},
             rounds=rounds_record(jobs, cfg.repetitions, cfg.spec.seed, warm_seconds),
-            completion=completion(cfg, done, stopped, error),
+            completion=completion(cfg, done, stopped, error, failures),
         )
 
     try:
         facts = engine.prepare(cfg)
         for rep, scenario in jobs:
+            key = (scenario.backend, scenario.strategy)
+            if key in given_up:  # failed in an earlier round: not run again
+                if on_job is not None:
+                    on_job(scenario, rep)
+                continue
             op_cfg = operator_config(cfg, scenario, rep, facts)
             t0 = time.perf_counter()
             lane = LANES[scenario.backend]
-            if lane.runs_tasks:  # the engine feeds its tasks
-                rows = engine.run_job(op_cfg)
-            else:  # a whole job of its own (a Flink SQL job, a Spark query), on any engine
-                rows = lane.run_job(cfg, op_cfg, facts)
+            try:
+                if lane.runs_tasks:  # the engine feeds its tasks
+                    rows = engine.run_job(op_cfg)
+                else:  # a whole job of its own (a Flink SQL job, a Spark query), on any engine
+                    rows = lane.run_job(cfg, op_cfg, facts)
+            except Exception as exc:
+                failure = job_failure(exc, *key, cfg.spec.name, rep)
+                if failure is None:  # a signal, a usage or environment error: the run stops
+                    raise
+                failures.append(failure)
+                given_up.add(key)
+                if on_result is not None:  # the failure is in the folder as the run goes on
+                    on_result(so_far("running"))
+                if on_job is not None:
+                    on_job(scenario, rep)
+                continue
             seconds = time.perf_counter() - t0
             if rep == WARMUP_ROUND:  # unmeasured: only its cost is kept
                 warm_seconds[op_cfg.scenario.label] = seconds
@@ -258,20 +300,20 @@ def run(cfg: RunConfig, engine: Engine, on_job: JobCallback | None = None,
                 parts.append(rows)
                 job_seconds.setdefault(op_cfg.scenario.label, []).append(seconds)
                 parts.append(job_rows(op_cfg.scenario, rep, facts.events, seconds))
-                key = (scenario.backend, scenario.strategy)
                 done[key] = done.get(key, 0) + 1
+                measured.append(pa.concat_tables(parts[-2:]))
                 if on_result is not None:  # this job's rows, kept as it ends
-                    raw = pa.concat_tables(parts[-2:])
-                    finished.append(finalize_rows(raw))
-                    for label, n in attempts(raw).items():
-                        retried[label] = retried.get(label, 0) + n
                     on_result(so_far("running"))
             if on_job is not None:
                 on_job(scenario, rep)
+        if failures:  # every other job ran: what did, and what failed
+            raise JobsFailed(failures, [so_far("ended")])
     except BaseException as exc:
+        note_failures(exc, failures)  # a run stopped after jobs failed: the CLI says them too
         if on_result is not None:  # what finished, marked with how the run stopped
             try:
-                on_result(so_far(*stop_reason(exc)))
+                on_result(exc.outcomes[0] if isinstance(exc, JobsFailed)
+                          else so_far(*stop_reason(exc)))
             except Exception as failed:  # the first error is the one to report
                 exc.add_note(f"the finished jobs' results could not be written: {failed}")
         raise

@@ -83,6 +83,24 @@ class Sweep:
     values: tuple[int, ...]
 
     @property
+    def text(self) -> str:
+        """The sweep as ``--sweep`` takes it (:func:`parse_sweep` of it is this sweep): what a
+        re-run of a stored configuration passes on."""
+        return f"{self.strategy}({self.knob}={','.join(map(str, self.values))})"
+
+    def scenario_note(self, label: str) -> str | None:
+        """What swept scenario ``label`` runs, for a reason that names it (a lane refuses the
+        cleanup, not the label): e.g. "ttl(ms=50) is a TTL sweep's scenario, the 'timer'
+        cleanup at state.ttl_ms = 50"; None for a label not of this sweep."""
+        strategies = dict(self.strategies)
+        if label not in strategies:
+            return None
+        if self.strategy == TTL_SWEEP:
+            return (f"{label} is a TTL sweep's scenario, the '{strategies[label]}' cleanup at "
+                    f"state.ttl_ms = {self.ttl_of(label)}")
+        return f"{label} is a sweep's scenario, '{strategies[label]}'"
+
+    @property
     def labels(self) -> tuple[str, ...]:
         """The swept scenarios' strategy labels, e.g. ``incremental(size=20)``."""
         return tuple(f"{self.strategy}({self.knob}={v})" for v in self.values)

@@ -20,6 +20,14 @@ DEFAULT_MASTER = "local[*]"
 LOOPBACK = "127.0.0.1"
 
 
+class SparkGoneError(RuntimeError):
+    """This process's Spark JVM, or its context, ended after it started (it ran out of
+    memory, or was killed) and no new one can start here: not the environment's fault (Spark
+    did start), but the end of every later Spark job of the run, each of which says so
+    (``workloads.run.job_errors``: a job's failure, not a reason to stop the run's other
+    lanes)."""
+
+
 
 
 def loopback_environment() -> None:
@@ -73,6 +81,9 @@ def get_session(master: str | None = None, app_name: str = "statebench") -> Spar
     for key, value in session_conf().items():
         builder = builder.config(key, value)
     shown = master or DEFAULT_MASTER
+    from pyspark import SparkContext
+
+    had = SparkContext._active_spark_context is not None  # a session of this process before
     try:
         if shown.startswith("spark://"):
             spark = _create_within(builder, REGISTRATION_TIMEOUT_S, shown)
@@ -82,6 +93,10 @@ def get_session(master: str | None = None, app_name: str = "statebench") -> Spar
     except InfrastructureError:
         raise
     except Exception as exc:  # JAVA_GATEWAY_EXITED, Py4JJavaError, a context stopped while made
+        if had and _link_broken(exc):  # it started once: it died since, it is not unreachable
+            raise SparkGoneError(
+                "Spark's JVM is gone: it ended during an earlier job of this run (out of memory, "
+                "or killed), and a new one cannot start in this process") from exc
         text = str(exc).strip()
         if "stopped SparkContext" in text:
             cause = f"All masters are unresponsive (Spark could not register with {shown})"
@@ -91,6 +106,10 @@ def get_session(master: str | None = None, app_name: str = "statebench") -> Spar
             f"could not start Spark with master {shown}: {cause}. Check the --master URL, that "
             "the master is running and reachable, and that Java is installed (JAVA_HOME)"
         ) from exc
+    if stopped and had:  # it ran earlier jobs of this process: Spark stopped it since
+        raise SparkGoneError(
+            "Spark's context is gone: Spark stopped it during an earlier job of this run (out "
+            "of memory, or killed), and a new one cannot start in this process")
     if stopped:
         raise InfrastructureError(
             f"could not start Spark with master {shown}: All masters are unresponsive (the "
@@ -99,7 +118,32 @@ def get_session(master: str | None = None, app_name: str = "statebench") -> Spar
     # FATAL, not ERROR: a failed task's error reaches the driver as an exception (made one line
     # by driver_error); Spark's ERROR log of the same task printed it again, 30-140 lines
     spark.sparkContext.setLogLevel("FATAL")
+    _quiet_accumulator_server(spark)
     return spark
+
+
+def _quiet_accumulator_server(spark: SparkSession) -> None:
+    """pyspark's accumulator server (a socket server of this process) printed a 20-line
+    traceback ("Exception occurred during processing of request ... EOFError") when Spark's
+    JVM went away mid-job; the job's own error says that in one line. Other errors of the
+    server are still printed."""
+    server = getattr(spark.sparkContext, "_accumulatorServer", None)
+    if server is None or getattr(server, "statebench_quiet", False):
+        return
+    loud = server.handle_error
+
+    def handle_error(request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], EOFError | ConnectionError):  # the JVM went away
+            return
+        loud(request, client_address)
+
+    server.handle_error = handle_error
+    server.statebench_quiet = True
+
+
+def _link_broken(exc: BaseException) -> bool:
+    """Whether ``exc`` is py4j losing its JVM (a refused or broken connection)."""
+    return isinstance(exc, ConnectionError) or type(exc).__name__ == "Py4JNetworkError"
 
 
 #: Seconds a standalone master gets to register the application. Spark's own retries take about
