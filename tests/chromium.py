@@ -18,16 +18,16 @@ oracle (tests/flink/conftest.py), not on a variable CI may forget to set:
 from __future__ import annotations
 
 import fcntl
-import os
 import shutil
 import subprocess
 import tempfile
-from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
 
 import pytest
+
+from tests.required import required
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -49,13 +49,7 @@ INSTALL_TIMEOUT_S = 900
 
 def browser_required() -> str | None:
     """Why this session must run the browser tests, or None when it may skip them."""
-    if os.environ.get(REQUIRE_ENV):
-        return f"${REQUIRE_ENV} is set"
-    try:
-        version = metadata.version(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        return None
-    return f"the test extra is installed ({DISTRIBUTION} {version})"
+    return required(REQUIRE_ENV, DISTRIBUTION, "test")
 
 
 def fail_or_skip(why: str) -> NoReturn:

@@ -22,12 +22,12 @@ def _without_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     def version(name: str) -> str:
         raise metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(chromium.metadata, "version", version)
+    monkeypatch.setattr(metadata, "version", version)
 
 
 def test_a_missing_chromium_fails_where_the_test_extra_is_installed(
         no_chromium: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(chromium.metadata, "version", lambda name: "1.50.0")
+    monkeypatch.setattr(metadata, "version", lambda name: "1.50.0")
     with pytest.raises(pytest.fail.Exception, match="the test extra is installed"):
         chromium.executable()
 

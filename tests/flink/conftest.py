@@ -13,28 +13,21 @@ the session, not on a variable CI may forget to set:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from importlib import metadata
 from typing import NoReturn
 
 import pytest
 
 from backends.flink import FlinkUnavailableError, FlinkWorker
 from backends.flink.build import DISTRIBUTION
+from tests.required import required
 
 REQUIRE_ENV = "STATEBENCH_REQUIRE_FLINK"
 
 
 def flink_required() -> str | None:
     """Why this session must run the Flink oracle, or None when it may skip it."""
-    if os.environ.get(REQUIRE_ENV):
-        return f"${REQUIRE_ENV} is set"
-    try:
-        version = metadata.version(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        return None
-    return f"the flink extra is installed ({DISTRIBUTION} {version})"
+    return required(REQUIRE_ENV, DISTRIBUTION, "flink")
 
 
 def fail_or_skip(what: str, exc: FlinkUnavailableError) -> NoReturn:

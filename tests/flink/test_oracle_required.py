@@ -36,7 +36,7 @@ def _hide_extra(monkeypatch: pytest.MonkeyPatch) -> None:
             raise metadata.PackageNotFoundError(name)
         return real(name)
 
-    monkeypatch.setattr(conftest.metadata, "version", version)
+    monkeypatch.setattr(metadata, "version", version)  # as tests.required reads it
 
 
 def test_without_the_extra_it_skips_unless_required(monkeypatch: pytest.MonkeyPatch,

@@ -29,7 +29,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from tests.reliability.conftest import write_spec
+from tests.reliability.conftest import GENERATED, write_spec
 from workloads import cli
 from workloads.lanes import LANES
 
@@ -37,19 +37,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark,
               pytest.mark.usefixtures("flink_lanes", "flink_sql_job")]
 
 #: A key-value spec every key-value lane runs: value state, a TTL, 300 events over 0.3 s.
-KEY_VALUE = """name = "kv-matrix"
-[keys]
-count = 50
-distribution = "uniform"
-[operations]
-value_get = 0.5
-value_update = 0.5
-[time]
-rate = 1000
-events = 300
-[state]
-ttl_ms = 100
-"""
+KEY_VALUE = ('name = "kv-matrix"\n' + GENERATED.replace("events = 50", "events = 300")
+             + "[state]\nttl_ms = 100\n")
 #: An operator spec the SQL lanes run (Nexmark q18's dedup), small.
 OPERATOR = ("nexmark-q18-dedup", "--events", "1500")
 

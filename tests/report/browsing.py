@@ -9,6 +9,7 @@ Playwright pages from the session's ``browser`` fixture (tests/conftest.py).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 #: Text boxes overlapping by more than this many pixels in both directions collide.
@@ -112,3 +113,33 @@ def overlaps(page: Any) -> list[dict[str, Any]]:
 
 def readable(page: Any) -> list[dict[str, Any]]:
     return page.evaluate(READABLE_JS)
+
+
+@dataclass
+class OfflinePage:
+    """A Playwright page whose network is blocked (``file:``, ``data:`` and ``blob:`` only), with
+    what it logged: console errors and page errors (``errors``) and the requests it tried
+    beyond the disk (``external``). A report and a site must open from disk alone."""
+
+    page: Any
+    errors: list[str] = field(default_factory=list)
+    external: list[str] = field(default_factory=list)
+
+
+def offline_page(browser: Any, viewport: dict[str, int] | None = None) -> OfflinePage:
+    """A new :class:`OfflinePage` of ``browser`` (the session's ``browser`` fixture)."""
+    page = browser.new_page(**({"viewport": viewport} if viewport else {}))
+    found = OfflinePage(page)
+    page.on("console", lambda m: found.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: found.errors.append(str(e)))
+
+    def block_network(route: Any) -> None:
+        url = route.request.url
+        if url.startswith(("file:", "data:", "blob:")):
+            route.continue_()
+        else:
+            found.external.append(url)
+            route.abort()
+
+    page.route("**/*", block_network)
+    return found

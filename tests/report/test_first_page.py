@@ -42,21 +42,8 @@ def default_report(default_comparison: Path, tmp_path_factory: pytest.TempPathFa
 @pytest.mark.browser
 def test_the_default_comparison_opens_on_a_first_page_that_fits(
         browser: object, default_report: Path) -> None:
-    page = browser.new_page(viewport=VIEWPORT)  # type: ignore[attr-defined]
-    errors: list[str] = []
-    external: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-
-    def offline(route: object) -> None:
-        url = route.request.url  # type: ignore[attr-defined]
-        if url.startswith(("file:", "data:", "blob:")):
-            route.continue_()  # type: ignore[attr-defined]
-        else:
-            external.append(url)
-            route.abort()  # type: ignore[attr-defined]
-
-    page.route("**/*", offline)
+    offline = browsing.offline_page(browser, VIEWPORT)
+    page, errors, external = offline.page, offline.errors, offline.external
     page.goto(default_report.as_uri(), wait_until="load")
     page.wait_for_function(
         "() => [...document.querySelectorAll('section.open .chart')]"

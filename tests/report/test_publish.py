@@ -15,6 +15,7 @@ from urllib.parse import unquote
 
 import pytest
 
+from tests.report import browsing
 from workloads import cli
 from workloads.report.decision import decisions
 from workloads.report.load import load_run
@@ -264,21 +265,8 @@ def test_the_site_is_clicked_through_in_chromium(browser: object, results: dict[
                                                  site: Path) -> None:
     """Index -> a run's report (its decision table says what the index said) -> back -> the
     diff; every page from disk, the network blocked, no console error."""
-    page = browser.new_page()  # type: ignore[attr-defined]
-    errors: list[str] = []
-    external: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-
-    def block_network(route: object) -> None:
-        url = route.request.url  # type: ignore[attr-defined]
-        if url.startswith(("file:", "data:", "blob:")):
-            route.continue_()  # type: ignore[attr-defined]
-        else:
-            external.append(url)
-            route.abort()  # type: ignore[attr-defined]
-
-    page.route("**/*", block_network)
+    offline = browsing.offline_page(browser)
+    page, errors, external = offline.page, offline.errors, offline.external
     page.goto((site / "index.html").as_uri(), wait_until="load")
     a1, a2 = results["a1"].name, results["a2"].name
     rows = page.locator("tr[data-run]")

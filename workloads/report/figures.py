@@ -508,9 +508,11 @@ def pareto_chart(run: Run, workload: str) -> Chart | None:
             shown.add(strategy)
         xs = np.array([p.peak_bytes for p in mine], dtype=float)
         log_x = bool(xs.min() > 0 and xs.max() / xs.min() > 20)
+        ticks = {"dtick": "D2"} if log_x else {"nticks": 6}  # a log axis labels every digit
+        # by default: 400k 500k 600k ... overlapped in a panel a third of the page wide
         fig.update_xaxes(title_text=f"peak {metric.replace('_', ' ')}, bytes (lower is better)",
                          tickformat="~s", ticksuffix="B", type="log" if log_x else "linear",
-                         row=1, col=c)
+                         row=1, col=c, **ticks)
         fig.update_yaxes(title_text="throughput, records/s (higher is better)",
                          tickformat="~s", rangemode="tozero", row=1, col=c)
     for b in backends:  # the symbols' key: legend entries that draw no point
@@ -630,14 +632,17 @@ def checkpoint_time_chart(run: Run, workload: str) -> Chart | None:
     backends = [b for b in _backends(run, workload)
                 if any(k.backend == b and run.get(k, m) is not None
                        for k in keys for m, _, _ in measured)]
-    facets = Facets(run, [backend_label(b) for b in backends], horizontal_spacing=0.06)
-    cells = [(1, c, b, measured) for c, b in enumerate(backends, start=1)]
-    for _, c, _, _ in cells:
-        facets.y_format("ms", 1, c)
-    for _, c, key, (_, label, pattern), samples in _cell_samples(run, keys, cells):
+    # one backend a row: each row has the page's width for its strategies' names (side by
+    # side, four backends' panels left them overlapping)
+    facets = Facets(run, [backend_label(b) for b in backends], rows=len(backends), cols=1,
+                    vertical_spacing=min(0.12, 0.5 / max(1, len(backends))))
+    cells = [(r, 1, b, measured) for r, b in enumerate(backends, start=1)]
+    for r, _, _, _ in cells:
+        facets.y_format("ms", r, 1)
+    for r, _, key, (_, label, pattern), samples in _cell_samples(run, keys, cells):
         ids = [str(int(step)) for step in samples.steps]
         facets.add(
-            go.Bar, 1, c, key.strategy,
+            go.Bar, r, 1, key.strategy,
             x=[[key.strategy] * len(ids), ids],
             y=samples.values,
             marker={
@@ -661,7 +666,7 @@ def checkpoint_time_chart(run: Run, workload: str) -> Chart | None:
         f"One stacked bar per checkpoint (x: strategy, then checkpoint id), split into {phases}. "
         "Each phase is its slowest task's time, so a stack can exceed the checkpoint's total."
         + _clock_note(run, workload) + _na_note(run, workload),
-        440,
+        120 + 260 * len(backends),
     )
 
 

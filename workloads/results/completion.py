@@ -163,35 +163,30 @@ def _text(value: Any) -> str:
     return flat if len(flat) <= SHOWN_CHARS else flat[:SHOWN_CHARS - 3] + "..."
 
 
-def _unfinished(items: Any) -> tuple[Unfinished, ...]:
+def _scenario_items(items: Any) -> list[tuple[dict[str, Any], list[str]]]:
+    """The entries of a run.json list that name a scenario (workload, backend, strategy, all
+    strings), with those names; anything else is skipped, never an error."""
     if not isinstance(items, Sequence) or isinstance(items, str):
-        return ()
+        return []
     out = []
     for item in items:
-        if not isinstance(item, dict):
-            continue
-        names = [item.get(k) for k in ("workload", "backend", "strategy")]
-        if not all(isinstance(n, str) for n in names):
-            continue
-        out.append(Unfinished(*names, _count(item.get("rounds_finished")) or 0,
-                              _count(item.get("rounds")) or 0))
-    return tuple(out)
+        if isinstance(item, dict):
+            names = [item.get(k) for k in ("workload", "backend", "strategy")]
+            if all(isinstance(n, str) for n in names):
+                out.append((item, names))
+    return out
+
+
+def _unfinished(items: Any) -> tuple[Unfinished, ...]:
+    return tuple(Unfinished(*names, _count(item.get("rounds_finished")) or 0,
+                            _count(item.get("rounds")) or 0)
+                 for item, names in _scenario_items(items))
 
 
 def _failed(items: Any) -> tuple[Failed, ...]:
-    if not isinstance(items, Sequence) or isinstance(items, str):
-        return ()
-    out = []
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        names = [item.get(k) for k in ("workload", "backend", "strategy")]
-        when = item.get("round")
-        if not all(isinstance(n, str) for n in names) or isinstance(when, bool) or \
-                not isinstance(when, int):
-            continue
-        out.append(Failed(*(_text(n) for n in names), when, _text(item.get("error"))))
-    return tuple(out)
+    return tuple(Failed(*(_text(n) for n in names), item["round"], _text(item.get("error")))
+                 for item, names in _scenario_items(items)
+                 if isinstance(item.get("round"), int) and not isinstance(item["round"], bool))
 
 
 def incomplete(meta: dict[str, Any]) -> Incomplete | None:
