@@ -35,11 +35,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.reliability.conftest import PROGRESS
 from tests.reliability.test_children import _BOOT, _left_behind
 from workloads import cli
 
 #: A progress line of ``workloads.cli.progress`` (not the run's one error line).
-PROGRESS = re.compile(r"^statebench: \S+ \d+/\d+ (jobs|runs)\b")
 
 
 @pytest.fixture

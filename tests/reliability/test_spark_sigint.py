@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.reliability.conftest import PROGRESS
 from tests.reliability.test_children import _BOOT, _left_behind, _wait_for
-from tests.reliability.test_round4_long_runs import PROGRESS
 
 pytest.importorskip("pyspark")
 
