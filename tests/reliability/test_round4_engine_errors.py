@@ -23,6 +23,7 @@ up-front check taken out (the lane as it was on a3a37bc), each registered for on
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -209,7 +210,11 @@ def test_a_rocksdb_failure_is_one_line_per_scenario_and_the_heap_rows_are_kept(
     results = tmp_path / "r"
     assert cli.main(["run", "ycsb-a", *TINY, "--backend", "heap,rocksdb-broken", "--strategy",
                      "none,timer", "--repetitions", "2", "--results-dir", str(results)]) == 1
-    err = _stderr(capsys)
+    out = capsys.readouterr()  # the summary of what finished, as a whole run's
+    assert re.search(r"^heap +timer +\S+", out.out, re.M), out.out
+    assert re.search(r"^rocksdb-broken +none", out.out, re.M), out.out
+    err = [line for line in out.err.strip().splitlines() if line.startswith("statebench")]
+    assert "Traceback" not in out.err
     run_dir = _run_dir(results)
     errors = [line for line in err if line.startswith("statebench: error:")]
     assert sorted(errors) == [

@@ -137,6 +137,14 @@ def summary_table(outcome: Any) -> str:
         cells = [r["cells"][title] for title, _ in columns]
         named.update(quantity for _, quantity in cells if quantity)
         lines.append((r["backend"], r["strategy"], *(text for text, _ in cells)))
+    completion = getattr(outcome, "completion", None)
+    shown = {(row[0], row[1]) for row in lines}
+    for backend, strategy, round_index, _ in (completion.failed if completion else ()):
+        if (backend, strategy) not in shown:  # a scenario whose every round failed
+            shown.add((backend, strategy))
+            which = "warm-up" if round_index < 0 else f"round {round_index}"
+            lines.append((backend, strategy, f"failed in {which}",
+                          *("" for _ in columns[1:])))
     widths = [max(len(str(row[i])) for row in lines) for i in range(len(header))]
     spec = outcome.config.spec
     events = f"{outcome.facts.events} events"

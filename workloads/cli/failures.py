@@ -25,11 +25,17 @@ MAX_LINES = 20
 
 def say_stopped(folder: RunFolder, exc: BaseException, render: bool = True) -> None:
     """Before the error line(s) of a run that did not complete: what its folder kept, and
-    where. After :class:`JobsFailed` (everything else ran) the report is rendered too, unless
-    ``render`` is off (``run --no-report``)."""
+    where. After :class:`JobsFailed` (everything else ran) the summary table of what finished
+    is printed (stdout) and the report rendered too, unless ``render`` is off
+    (``run --no-report``)."""
     line = folder.kept()
     if line is None:
         return
+    if isinstance(exc, JobsFailed):  # every other job ran: its summary, as a whole run's
+        from workloads.cli.display import summary_table
+
+        for outcome in exc.outcomes:
+            print(f"\n{summary_table(outcome)}")
     report = _render(folder.path) if render and isinstance(exc, JobsFailed) else None
     if report is not None:
         assert folder.path is not None
