@@ -8,10 +8,10 @@ and which files it writes. ``workloads.run.estimate`` adds the jobs of a run up;
 names there would be one more place to change with every lane.
 
 The rates are conservative: the slowest whole job (input made, records processed, checkpoints
-and samples taken, divided into the events) of the shipped specs measured on this shared
-2-core machine under a load average of 5-7, 2026-11-29, each lane's constant naming its
-measurement. A job at the shipped specs' rates takes at most about that long; on a quiet machine
-and for light specs (ycsb-a on heap ran at 330-360 k records/s) it takes up to a few times less.
+and samples taken, divided into the events) of the shipped specs on a loaded 2-core machine,
+kept beside each lane (docs/guide.md, "The estimate's rates", has the measurements). A job at
+the shipped specs' rates takes at most about that long; on a quiet machine and for light specs
+it takes up to a few times less.
 """
 
 from __future__ import annotations

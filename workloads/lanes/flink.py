@@ -28,11 +28,8 @@ from workloads.limits import flink_lane_problem
 from workloads.run.config import OperatorConfig
 
 #: Whole-job records/s per task slot (key-value specs, ``[operator]`` specs), measured as
-#: statebench's own lanes' (``workloads.lanes.statebench.RECORDS_PER_S``) with ``--backend
-#: flink-heap,flink-rocksdb``: flink-heap 142 k (ycsb-a, incremental cleanup) and 33 k
-#: (nexmark-q20), flink-rocksdb 38 k (flink-27504, its first job: the JVM's start) and 34 k
-#: (nexmark-q20); ForSt's synchronous backend as RocksDB, ForSt under State V2 at a tenth of it
-#: (docs/flink-lanes.md: 90 k against 1.21 M records/s of busy time).
+#: statebench's own lanes' (docs/guide.md, "The estimate's rates"); ForSt's synchronous backend
+#: as RocksDB, ForSt under State V2 at a tenth of it.
 RECORDS_PER_S = {"flink-heap": (100_000.0, 30_000.0), "flink-rocksdb": (35_000.0, 30_000.0),
                  "flink-forst": (35_000.0, 30_000.0), "flink-forst-async": (5_000.0, 5_000.0)}
 #: The Flink lanes that run ``[operator]`` kinds (ForSt's are not wired to the operator family).

@@ -21,8 +21,7 @@ from workloads.run.config import DataFacts, OperatorConfig
 from workloads.spec import WorkloadSpec
 
 #: Wall seconds of a flink-sql job beyond its paced span: a JVM, Flink's MiniCluster and the
-#: planner (nexmark-q18-dedup at 20 k events, 1 s of event time, load average 5-7, 2026-11-29:
-#: 14.3 s for the job and its reference, each 2.3 s of it), and the reference job's own start.
+#: planner, and the reference job's own start (docs/guide.md, "The estimate's rates").
 SQL_JOB_START_S = 12.0
 REFERENCE_START_S = 2.0
 #: Bytes per event of the events CSV a job reads (eight integer columns as text).

@@ -95,8 +95,7 @@ BATCH_MS = 500
 #: not group_agg, whose key carries no event time, so the watermark evicts nothing and a
 #: reference would be the same query.
 REFERENCE_KINDS = frozenset(KINDS) - {"group_agg"}
-#: What a job costs (docs/spark-sql-lane.md, "Measured": 200 k events in 21 files took 30-122 s
-#: for the measured query and 13-46 s more for its reference, load average 10-12): a query's
+#: What a job costs (docs/guide.md, "The estimate's rates"): a query's
 #: start, a second per fed file (Spark's fixed cost of its batch and the batch without data
 #: after it) and its records at 4,000 a second (busy-time rates 1,675-7,211); the reference
 #: adds :data:`REFERENCE_SHARE` of that. Each file is a Parquet file of

@@ -84,11 +84,10 @@ NO_TIME = -1
 #: whatever was released meanwhile; the trigger only bounds how soon an idle query looks.
 SLICE_MS = 100
 TRIGGER_MS = 200
-#: Wall seconds a job takes beyond its paced span: Spark starts the query and its warm-up batch
-#: (``spark_start_s``: 27-32 s for a session's first query, 3-12 s for the next under load,
-#: docs/spark-lanes.md), then the driver replays the model. And the records per second a query
-#: gets through when the clock does not hold it back (19 k of busy time in
-#: docs/performance.md's transformWithState run; halved for the batches' fixed cost).
+#: Wall seconds a job takes beyond its paced span: Spark starts the query and its warm-up batch,
+#: then the driver replays the model. And the records per second a query gets through when the
+#: clock does not hold it back, halved for the batches' fixed cost (docs/guide.md, "The
+#: estimate's rates").
 QUERY_START_S = 15.0
 QUERY_RECORDS_PER_S = 10_000.0
 #: Seconds a query may run beyond its paced span before it is given up.

@@ -25,10 +25,7 @@ COMPACTION_CLOCK_REASON = (
     "RocksDB's TTL compaction reads the wall clock; it needs SystemClock or ScaledClock, not a "
     "manual or event-time clock")
 #: Whole-job records/s per task slot (key-value specs, ``[operator]`` specs): the slowest shipped
-#: workload of each, in-process at 100 k events and 2 tasks, load average 5-7, 2026-11-29
-#: (``statebench run SPEC --in-process --events 100000 --backend heap,rocksdb``): heap 120 k
-#: (flink-27504's map and list state; ycsb-a ran at 330-360 k) and 30 k (nexmark-q20, incremental
-#: cleanup), rocksdb 51 k (flink-27504) and 33 k (nexmark-q20).
+#: workload of each, rounded down (docs/guide.md, "The estimate's rates").
 RECORDS_PER_S = {"heap": (100_000.0, 30_000.0), "rocksdb": (50_000.0, 30_000.0)}
 
 
