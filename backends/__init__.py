@@ -1,7 +1,7 @@
 """statebench's keyed-state backends: PyFlink's keyed-state API over a heap and a RocksDB store.
 
-The public names below are a contract (../shared/design/state-api.md): outside conformance suites
-call them exactly as written. TTL follows Flink 2.x's rules; see docs/ttl.md for where statebench
+The public names below are a contract: outside conformance suites call them exactly as
+written. TTL follows Flink 2.x's rules; see docs/ttl.md for where statebench
 deliberately differs (the compaction filter, event-time TTL, timer cleanup).
 """
 

@@ -56,7 +56,7 @@ KEY_CACHE_LIMIT = 1 << 21
 
 
 class KeyedStateBackend:
-    """Base class: the public API of state-api.md minus the storage specifics."""
+    """Base class: the public API (``backends/__init__.py``) minus the storage specifics."""
 
     kind = ""
 

@@ -1,9 +1,10 @@
 """StateTtlConfig: Flink 2.x's TTL configuration with PyFlink's method names.
 
-Defaults and validation follow flink-ttl-facts.md §1.3: OnCreateAndWrite, NeverReturnExpired,
-ProcessingTime, background cleanup on (incremental 5/false on heap, the compaction filter on
-RocksDB), queryTimeAfterNumEntries 1000, periodic compaction 30 days. statebench adds the
-EventTime characteristic and timer (expiry-index) cleanup, which Flink only proposed.
+Defaults and validation follow Flink 2.x (docs/ttl.md, "Flink's rules"): OnCreateAndWrite,
+NeverReturnExpired, ProcessingTime, background cleanup on (incremental 5/false on heap, the
+compaction filter on RocksDB), queryTimeAfterNumEntries 1000, periodic compaction 30 days.
+statebench adds the EventTime characteristic and timer (expiry-index) cleanup, which Flink only
+proposed.
 """
 
 from __future__ import annotations

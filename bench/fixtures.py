@@ -30,14 +30,8 @@ def ops_per_call(default: int) -> int:
 #: As performance-anchors.md: 100 k operations over the 100 k pre-filled keys.
 OPS_PER_CALL = ops_per_call(100_000)
 MAP_KEY_COUNT = 10
-LIST_PREFILL = 1
 TTL_MS = 3_600_000  # 1 hour, as the anchors: nothing expires during a benchmark
 VARIANTS = ("plain", "ttl", "ttl_nobg")
-VARIANT_DOCS = {
-    "plain": "no TTL",
-    "ttl": "TTL with Flink's default background cleanup (heap: incremental 5 per access)",
-    "ttl_nobg": "TTL, background cleanup disabled (read-time cleanup only)",
-}
 
 
 @dataclass

@@ -75,7 +75,6 @@ NEXMARK_SCHEMA = pa.schema(
 )
 
 PERSON, AUCTION, BID = 0, 1, 2
-EVENT_TYPE_NAMES = ("person", "auction", "bid")
 
 # Nexmark's constants (GeneratorConfig, PersonGenerator, AuctionGenerator, BidGenerator)
 FIRST_PERSON_ID = 1000

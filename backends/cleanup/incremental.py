@@ -1,4 +1,4 @@
-"""Flink's incremental cleanup for the heap backend (flink-ttl-facts §2.2).
+"""Flink's incremental cleanup for the heap backend (docs/ttl.md, "Flink's rules").
 
 Each TTL state owns one lazy global iterator over all of its entries. Every state access (and,
 with run_cleanup_for_every_record, every `set_current_key`) examines at least `cleanup_size`

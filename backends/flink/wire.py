@@ -24,8 +24,6 @@ _I = struct.Struct(">i")
 _D = struct.Struct(">d")
 _BQ = struct.Struct(">Bq")
 _BD = struct.Struct(">Bd")
-_BH = struct.Struct(">BH")
-_BHBq = struct.Struct(">BHBq")
 
 
 def put_str(buf: bytearray, text: str) -> None:

@@ -24,8 +24,9 @@ every SST file k uploaded (reused, not uploaded again) and none that k's retenti
 it uploads again). Retention never sees a pending checkpoint as complete, and no upload runs
 beside it.
 
-Full-snapshot TTL cleanup does not apply (SST files are uploaded as they are, flink-ttl-facts
-§2.1): a state asking for it is reported in `stats.not_applicable` instead.
+Full-snapshot TTL cleanup does not apply (SST files are uploaded as they are: docs/ttl.md,
+"Flink's rules", full-snapshot cleanup): a state asking for it is reported in
+`stats.not_applicable` instead.
 
 Restoring one checks every file's size and crc32 while copying it into a staging folder, then
 either adopts the files as the new backend's DB (RocksDB, same key groups: Flink's fast path) or,

@@ -1,9 +1,9 @@
 """RawStateSpec <-> JSON for snapshot metadata (the state's kind, layout and serializer snapshots).
 
-The TTL *config* is deliberately absent (as in Flink, flink-ttl-facts §2.4): only whether units
-carry timestamps (`ttl_layout`) is part of the data. `native_ttl_ms` records that a RocksDB state
-lived in a native-TTL DB (compaction-filter cleanup), which an incremental checkpoint must reopen
-the same way.
+The TTL *config* is deliberately absent (as in Flink: docs/ttl.md, "Flink's rules", restore):
+only whether units carry timestamps (`ttl_layout`) is part of the data. `native_ttl_ms` records
+that a RocksDB state lived in a native-TTL DB (compaction-filter cleanup), which an incremental
+checkpoint must reopen the same way.
 """
 
 from __future__ import annotations

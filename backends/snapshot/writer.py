@@ -23,8 +23,8 @@ asynchronous parts queue on the backend's one snapshot thread and run in order, 
 part takes its own frozen views (heap: the copy-on-write checks every alive view; RocksDB: an
 iterator per state and snapshot), so it never depends on an earlier snapshot's asynchronous part.
 
-Full-snapshot TTL cleanup (flink-ttl-facts §2.1) happens in the asynchronous part, as Flink's
-StateSnapshotTransformer runs while the snapshot is written: for a state whose registered
+Full-snapshot TTL cleanup (docs/ttl.md, "Flink's rules") happens in the asynchronous part, as
+Flink's StateSnapshotTransformer runs while the snapshot is written: for a state whose registered
 descriptor has `cleanup_full_snapshot()`, expired values and map entries and the leading expired
 run of each list are left out of the snapshot; local state is untouched. The one difference from
 Flink: the filter uses the TTL time read in the synchronous part (the barrier's time), where

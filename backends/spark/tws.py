@@ -248,6 +248,11 @@ class QuerySettings:
     trigger_ms: int = 200
     #: give up after this many seconds beyond the last release
     timeout_s: float = 300.0
+    #: seconds the query keeps running once it has processed every event, so that what Spark
+    #: does after the last output (the TTL's end-of-batch sweep of what expired since, timers
+    #: firing) is in its progress: stopping at the last output row cut a spark_ttl query's last
+    #: sweep (thousands of values removed) out of its numbers
+    drain_s: float = 0.0
 
 
 @dataclass
@@ -389,6 +394,7 @@ def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: Qu
             if (fresh or not n) and feeder.released == len(plan):
                 consumed = int(spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0])
                 if consumed >= n:
+                    _drain(progress, settings.drain_s)
                     break
             if time.time() > deadline:
                 raise SparkQueryError(
@@ -396,6 +402,7 @@ def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: Qu
                     f"within {settings.timeout_s:g} s after the last release")
         stopped = time.time()
         query.stop()
+        progress.poll()  # a batch that ended while the query stopped
         out = spark.table(name).toArrow()
         batches = [b for b in sorted(progress.by_batch) if b not in warm_up]
         return QueryResult(
@@ -417,6 +424,15 @@ def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: Qu
         with suppress(Exception):
             spark.catalog.dropTempView(name)
         _restore_confs(spark, old)
+
+
+def _drain(progress: _Progress, seconds: float) -> None:
+    """Keep taking the query's batches for ``seconds`` after it processed its last event (the
+    batches without data that Spark runs for its TTL sweep and timers)."""
+    until = time.time() + seconds
+    while time.time() < until:
+        progress.poll()
+        time.sleep(0.05)
 
 
 def _epoch_s(iso: str) -> float:

@@ -1,4 +1,4 @@
-"""The expiry rule, once (flink-ttl-facts §1.2; Flink's TtlUtils.expired).
+"""The expiry rule, once (Flink's TtlUtils.expired; docs/ttl.md, "Flink's rules").
 
 A unit last accessed at `ts` is expired at `now` exactly when `expiration_ts(ts, ttl) <= now`,
 where `expiration_ts` clamps `ts + ttl` to INT64_MAX for ts > 0 as Flink does.

@@ -1,4 +1,5 @@
-"""Switching TTL on or off for restored data (Flink 2.x semantics, flink-ttl-facts §2.4).
+"""Switching TTL on or off for restored data (Flink 2.x semantics: docs/ttl.md,
+"Flink's rules", restore).
 
 Enabling TTL stamps every unit with the clock's time at re-registration; disabling drops the
 timestamps. Works on whole containers so both backends share it."""

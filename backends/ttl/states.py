@@ -1,18 +1,17 @@
 """The five TTL state types: decorators over a raw value/list/map state of stored units
-`(user_value, last_access_ts)`, as Flink's runtime/state/ttl (flink-ttl-facts.md §1, in
-../shared/design/).
+`(user_value, last_access_ts)`, as Flink's runtime/state/ttl (docs/ttl.md, "Flink's rules").
 
 Where each rule lives:
-- expiry (§1.2): `backends/ttl/expiry.py`; here every access computes one cutoff and asks
+- expiry: `backends/ttl/expiry.py`; here every access computes one cutoff and asks
   `is_expired(ts, cutoff)` of each unit; every unit written is `units.stamped(value, now)`.
   The methods that call them are compiled with the calls inlined (`@inline`, backends/ttl/
   inline.py): the comparison is written only in expiry.py, and costs no call here;
-- the read path (§1.5: delete-on-read, visibility, refresh-on-read, read counter, timer
+- the read path (delete-on-read, visibility, refresh-on-read, read counter, timer
   registration): `_TtlState._get_with_ttl_check`, Flink's getWithTtlCheckAndUpdate, used by
   values, reducing results, aggregating accumulators, map entries (get, contains, iteration)
   and list elements;
-- the merge rule of reducing/aggregating add (§1.4): `_TtlState._usable_old`;
-- the list rules (§1.6: one rewrite of the whole list on read, a fully expired list cleared when
+- the merge rule of reducing/aggregating add: `_TtlState._usable_old`;
+- the list rules (one rewrite of the whole list on read, a fully expired list cleared when
   iterated to its end): `TtlListState` and `TtlListView`.
 
 One fast path stays, because the benchmarks show it pays: `TtlValueStateNoHooks`, picked by
@@ -61,7 +60,7 @@ class _TtlState:
         self, stored: Any, user_key: Any = ABSENT, ref: Any = None,
         now: int | None = None, cutoff: int | None = None,
     ) -> Any:
-        """The read path for one stored unit (§1.5); the user value, or ABSENT if none is visible.
+        """The read path for one stored unit; the user value, or ABSENT if none is visible.
 
         Absent: ABSENT. Expired: deleted at once under both visibilities (counted as a read-time
         removal), its value returned only under ReturnExpiredIfNotCleanedUp, never re-stamped.
@@ -99,7 +98,7 @@ class _TtlState:
 
     @inline(is_expired)
     def _usable_old(self, now: int) -> Any:
-        """The merge rule of reducing and aggregating add (§1.4, TtlReducingFunction): the
+        """The merge rule of reducing and aggregating add (TtlReducingFunction): the
         stored value or accumulator if "usable" at `now` (present, and unexpired or visible
         under ReturnExpiredIfNotCleanedUp, where it comes back to life), else ABSENT. The
         caller stamps the merged result with the same `now`."""
@@ -310,7 +309,7 @@ class TtlAggregatingState(_TtlSingleValue):
 
 
 class TtlListView:
-    """The lazy iterable `TtlListState.get()` returns (§1.6).
+    """The lazy iterable `TtlListState.get()` returns.
 
     Each element goes through the read path: unexpired ones are yielded, expired ones only
     under ReturnExpired. Reaching the end with no unexpired element clears the whole list, as
@@ -375,7 +374,7 @@ class TtlListState(_TtlState):
                 self._register(now, ref)
 
     def _delete_unit(self, ref: Any, user_key: Any) -> int:
-        """Elements are never deleted one by one (§1.6): an OnReadAndWrite read drops the
+        """Elements are never deleted one by one: an OnReadAndWrite read drops the
         expired ones when it rewrites the list, and a fully expired list is cleared whole."""
         return 0
 

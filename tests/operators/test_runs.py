@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 
 from tests.runner.conftest import deterministic
+from tests.ttl_curve_rows import ttl_curve
 from workloads.operators import UnsupportedOperator, check_supported
-from workloads.operators.curve import ttl_curve
 from workloads.run.engines.inprocess import run_in_process
 from workloads.run.plan import PlanError, RunConfig
 from workloads.run.sweep import parse_sweep

@@ -1,8 +1,9 @@
 """The report's state-vs-TTL curve (issue 17 item 5): a real, small TTL sweep of the q20 join
 (in-process, heap and RocksDB) is written as a comparison and rendered; the curve's figure and
 table carry, per backend and TTL, the peak live entries, the peak checkpoint bytes and
-``ttl_changed_results`` that the operator helper's own reader (``workloads.operators.curve``)
-computes from the same rows; runs that are not a TTL sweep draw no curve."""
+``ttl_changed_results`` that a reader of the rows apart from the report's
+(``tests/ttl_curve_rows.py``) computes from the same rows; runs that are not a TTL sweep draw
+no curve."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from workloads.operators.curve import ttl_curve
+from tests.ttl_curve_rows import ttl_curve
 from workloads.report import render_report
 from workloads.report.figures import charts, ttl_curve_chart
 from workloads.report.fmt import fmt_value

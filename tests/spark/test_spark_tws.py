@@ -227,6 +227,12 @@ def test_spark_ttl_with_changelog(spark: Any, view: Any, scenario: Any,
     assert got["checkpoint_dir_final_bytes"] > 0 and got["checkpoint_written_bytes"] > 0
     assert len(series(table, "checkpoint_dir_bytes")) == got["spark_batches"]
     assert series(table, "state_rows") and series(table, "live_entries")
+    # the whole query: it ran on past its last event until what it kept expired and was swept
+    # (it stopped at its last output, and the last sweep was not in its numbers)
+    assert series(table, "live_entries")[-1] == 0
+    assert series(table, "state_rows")[-1] == 0 < max(series(table, "state_rows"))
+    assert got["ttl_removed_values"] > 0
+    assert len(series(table, "state_internal_rows")) == len(series(table, "state_rows"))
     # the knob: a changelog checkpoint per batch
     assert any(name.endswith(".changelog") for name in state_files(folder))
 

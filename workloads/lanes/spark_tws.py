@@ -53,7 +53,9 @@ Rows (task = -1, the job; ``workloads.run.metrics`` names where they mean the sa
 * per micro-batch (``step`` = batch id, ``logical_time_ms`` = its time on the paced clock),
   every repetition: ``checkpoint_dir_bytes`` (the checkpoint folder after the batch),
   ``checkpoint_uploaded_bytes`` (its files new since the previous batch);
-  repetition 0 only: ``state_rows`` (``numRowsTotal``), ``state_memory_bytes``
+  repetition 0 only: ``state_rows`` (``numRowsTotal``), ``state_internal_rows``
+  (``rocksdbNumInternalColFamiliesKeys``: the TTL index and list counts ``numRowsTotal``
+  leaves out), ``state_memory_bytes``
   (``memoryUsedBytes``), ``rocksdb_sst_bytes`` (``rocksdbSstFileSize``), ``state_commit_ms``,
   ``batch_duration_ms``, ``live_entries`` and ``expired_present_entries`` (units held after the
   batch's commit, live or expired by the spec's TTL at the commit's wall time: the model's).
@@ -150,7 +152,8 @@ class SparkTwsLane(Lane):
     metric_classes: Mapping[str, str] = {m: _TIMING for m in (
         "live_entries", "expired_present_entries", "checkpoint_dir_bytes",
         "checkpoint_uploaded_bytes", "checkpoint_written_bytes", "checkpoint_dir_final_bytes",
-        "state_rows", "state_memory_bytes", "rocksdb_sst_bytes", "ttl_removed_values",
+        "state_rows", "state_internal_rows", "state_memory_bytes", "rocksdb_sst_bytes",
+        "ttl_removed_values",
         "timers_registered", "timers_fired", "expired_returned", "spark_model_mismatches",
         "ttl_changed_outputs", "ttl_compared_outputs", "ttl_changed_results", "spark_batches")}
 
@@ -217,11 +220,14 @@ class SparkTwsLane(Lane):
 
     def job_cost(self, run: RunView, load: JobLoad, label: str) -> JobCost:
         """The query's start, then the paced span (or its records at the query's capacity,
-        if longer); on disk the input slices of ``backends.spark.slices``."""
+        if longer), then its drain; on disk the input slices of ``backends.spark.slices``."""
         from backends.spark.slices import input_disk_bytes
 
         paced_s = paced_span_s(load.span_ms, run.speedup)
-        wall = QUERY_START_S + max(paced_s, load.events / QUERY_RECORDS_PER_S + values_s(load))
+        ttl = run.ttl_of(label)  # the drain after the last event (:func:`drain_seconds`)
+        drain = ((ttl / run.speedup if ttl else 0.0) + 2 * TRIGGER_MS) / 1000.0
+        wall = (QUERY_START_S + max(paced_s, load.events / QUERY_RECORDS_PER_S + values_s(load))
+                + drain)
         disk = input_disk_bytes(load.events, paced_s * 1000.0, SLICE_MS, load.value_bytes)
         return JobCost(wall, paced_s=paced_s, disk_bytes=disk,  # rows per micro-batch too
                        result_rows=RESULT_ROWS_PER_JOB + int(10 * wall))
@@ -243,7 +249,8 @@ class SparkTwsLane(Lane):
         settings = QuerySettings(processor, changelog=self.changelog,
                                  partitions=cfg.parallelism, slice_ms=SLICE_MS,
                                  trigger_ms=TRIGGER_MS,
-                                 timeout_s=DEFAULT_TIMEOUT_S + 2 * paced_s)
+                                 timeout_s=DEFAULT_TIMEOUT_S + 2 * paced_s,
+                                 drain_s=drain_seconds(processor))
         with run_tempdirs.temp_dir("statebench-spark-tws-", dir=run.local_dir) as tmp:
             work = Path(tmp)
             checkpoint = self.checkpoint_dir(cfg, run.checkpoint_root, work)
@@ -262,6 +269,14 @@ class SparkTwsLane(Lane):
         if root is not None and folder.exists():
             shutil.rmtree(folder)
         return folder
+
+
+def drain_seconds(processor: Any) -> float:
+    """How long a query keeps running after its last event is processed: its TTL or timer (wall
+    ms) and two triggers, so that the batches in which what it kept expires (the TTL's sweep,
+    the timers firing) are in its numbers; two triggers without either."""
+    expiry_ms = processor.ttl_ms or processor.timer_ms or 0
+    return (expiry_ms + 2 * TRIGGER_MS) / 1000.0
 
 
 def query_name(repetition: int) -> str:
@@ -482,6 +497,10 @@ def job_rows(run: RunView, cfg: OperatorConfig, facts: DataFacts, events: pa.Tab
         custom = op.get("customMetrics") or {}
         if op:
             add(batch, t, "state_rows", op.get("numRowsTotal", 0), "rows")
+            # what numRowsTotal leaves out: the TTL's $ttl_/$min_ index and the lists' $count_
+            # column families, which Spark counts apart
+            add(batch, t, "state_internal_rows",
+                custom.get("rocksdbNumInternalColFamiliesKeys", 0), "rows")
             add(batch, t, "state_memory_bytes", op.get("memoryUsedBytes", 0), "bytes")
             add(batch, t, "rocksdb_sst_bytes", custom.get("rocksdbSstFileSize", 0), "bytes")
             add(batch, t, "state_commit_ms", op.get("commitTimeMs", 0), "ms")

@@ -17,16 +17,6 @@ from workloads.results.summaries import NOT_APPLICABLE as NOT_APPLICABLE
 from workloads.results.summaries import STORED_ENTRIES
 from workloads.results.summaries import lag_metric as lag_metric
 
-#: Time-series metrics with one sample per logical-time step.
-SERIES_METRICS = (
-    "live_entries",
-    "expired_present_entries",
-    STORED_ENTRIES,
-    "logical_bytes",
-    "physical_bytes",
-)
-
-
 #: The three classes of numbers (see :func:`class_of`).
 EXACT = "exact"
 TIMING_DEPENDENT = "timing-dependent"
@@ -138,6 +128,10 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
     # Spark's state store (numRowsTotal, numRowsUpdated, numRowsRemoved, memoryUsedBytes) and
     # its watermark eviction, per micro-batch
     MetricSpec("state_rows", "state store rows", "rows", "state", -1, cls=TIMING_DEPENDENT),
+    MetricSpec("state_internal_rows",
+               "state store internal rows (the TTL index, list counts: Spark's "
+               "rocksdbNumInternalColFamiliesKeys)",
+               "rows", "state", -1, cls=TIMING_DEPENDENT),
     MetricSpec("state_rows_updated", "state store rows updated", "rows", "state", 0,
                cls=TIMING_DEPENDENT),
     MetricSpec("state_rows_removed", "state store rows removed", "rows", "state", 0,

@@ -4,9 +4,8 @@ operator's outputs it changed (``ttl_changed_results``) - the numbers a SQL user
 ``table.exec.state.ttl`` from (issue 17 item 5). The report draws them
 (``figures.ttl_curve_chart``) and lists them in a table (:func:`ttl_curve_table`).
 
-Read from the loaded run as ``workloads.operators.curve`` reads a run's rows: the peaks are the
-maxima over the job-wide samples (all repetitions), ``ttl_changed_results`` is repetition 0's
-(exact under event time, so every repetition has it).
+Read from the loaded run: the peaks are the maxima over the job-wide samples (all repetitions),
+``ttl_changed_results`` is repetition 0's (exact under event time, so every repetition has it).
 """
 
 from __future__ import annotations

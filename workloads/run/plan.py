@@ -65,6 +65,10 @@ class RunConfig:
     #: one unmeasured round first for the backends whose kept process warms up (the Flink lanes:
     #: ``workloads.run.runner.keeps_state``); on in comparisons (``workloads.run.compare``)
     warm_up: bool = False
+    #: ``rocksdb_options(self)``, worked out on its first use: it plans every scenario, which
+    #: the run would otherwise do again for each RocksDB job (``operator_config``)
+    _rocksdb_options: dict[str, Any] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.backends:
@@ -240,13 +244,17 @@ def rocksdb_options(cfg: RunConfig) -> dict[str, Any]:
     """The RocksDB options every RocksDB scenario of ``cfg`` runs with: the spec's [rocksdb]
     table, and ``state_layout = "ttl_db"`` when a runnable RocksDB scenario uses the compaction
     filter. Like for like: a compaction-filter state lives in a TTL-mode DB of its own, so its
-    baselines must too, or they would differ from it in layout as well as in cleanup."""
-    options: dict[str, Any] = dict(cfg.spec.rocksdb.options())
-    runnable, _ = plan_scenarios(cfg)
-    if any(s.backend == "rocksdb" and s.strategy.startswith("compaction_filter")
-           for s in runnable):
-        options["state_layout"] = TTL_DB
-    return options
+    baselines must too, or they would differ from it in layout as well as in cleanup. Planned
+    once per RunConfig (it is frozen), not again for every job."""
+    options = cfg._rocksdb_options
+    if options is None:
+        options = dict(cfg.spec.rocksdb.options())
+        runnable, _ = plan_scenarios(cfg)
+        if any(s.backend == "rocksdb" and s.strategy.startswith("compaction_filter")
+               for s in runnable):
+            options["state_layout"] = TTL_DB
+        object.__setattr__(cfg, "_rocksdb_options", options)
+    return dict(options)
 
 
 def state_types_of(spec: WorkloadSpec) -> tuple[str, ...]:

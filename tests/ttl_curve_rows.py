@@ -1,11 +1,7 @@
-"""The state-vs-TTL curve of a TTL sweep (``--sweep "ttl(ms=...)"``): per TTL, the job's peak
-state and the share of outputs the TTL changed - the numbers a SQL user picks
-``table.exec.state.ttl`` from (issue 17 item 5).
-
-Read from a run's finalized rows (task -1 job totals): ``live_entries`` and ``logical_bytes``
-peak over the samples, ``checkpoint_bytes`` peak over the checkpoints, and
-``ttl_changed_results`` of repetition 0.
-"""
+"""The state-vs-TTL curve read straight from a run's finalized rows (task -1 job totals), apart
+from the report's reader (``workloads.report.ttl_curve``), so the tests can check the report's
+curve against it: per ``ttl(ms=V)`` scenario, ``live_entries`` peak over the samples,
+``checkpoint_bytes`` peak over the checkpoints and ``ttl_changed_results`` of repetition 0."""
 
 from __future__ import annotations
 
@@ -25,7 +21,6 @@ class TtlPoint:
     backend: str
     ttl_ms: int
     peak_live_entries: float
-    peak_logical_bytes: float
     peak_checkpoint_bytes: float | None
     ttl_changed_results: float
 
@@ -51,17 +46,5 @@ def ttl_curve(rows: pa.Table) -> list[TtlPoint]:
             return max(values) if values else None
 
         points.append(TtlPoint(backend, int(match.group(1)), peak("live_entries") or 0.0,
-                               peak("logical_bytes") or 0.0, peak("checkpoint_bytes"),
-                               peak("ttl_changed_results") or 0.0))
+                               peak("checkpoint_bytes"), peak("ttl_changed_results") or 0.0))
     return sorted(points, key=lambda p: (p.backend, p.ttl_ms))
-
-
-def format_curve(points: list[TtlPoint]) -> str:
-    """A plain-text table of the curve (the README notes quote it)."""
-    lines = ["backend  ttl_ms  peak live entries  peak logical bytes  peak checkpoint bytes  "
-             "ttl_changed_results"]
-    for p in points:
-        ckpt = "-" if p.peak_checkpoint_bytes is None else f"{p.peak_checkpoint_bytes:.0f}"
-        lines.append(f"{p.backend:<8} {p.ttl_ms:>6}  {p.peak_live_entries:>17.0f}  "
-                     f"{p.peak_logical_bytes:>18.0f}  {ckpt:>21}  {p.ttl_changed_results:>19.4f}")
-    return "\n".join(lines)
