@@ -1,4 +1,4 @@
-"""asv: the operator workloads (issue 17), one shipped Nexmark spec per operator kind, on
+"""asv: the operator workloads, one shipped Nexmark spec per operator kind, on
 statebench's heap and RocksDB backends, tracked per commit.
 
 `setup_cache` runs each kind's spec once in-process (:data:`REPETITIONS` repetitions, the

@@ -166,7 +166,7 @@ def ratio_of_processes(num_on: Groups, num_off: Groups, den_on: Groups, den_off:
     return Ratio(geometric_mean(num) / geometric_mean(den), lo, hi, band_agreement(lo, hi, band))
 
 
-#: The per-op table is judged by its verdicts (issue 29 item 8): over back-to-back runs at least
+#: The per-op table is judged by its verdicts: over back-to-back runs at least
 #: this share of the cells repeat their verdict (24 of 28) and none contradicts itself.
 SAME_VERDICT_SHARE = 24 / 28
 

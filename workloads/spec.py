@@ -76,7 +76,7 @@ Format (all sections; defaults in brackets)::
     kind = "generator"                 # | trace (then [keys], [operations], [time] must be absent)
     path = "trace.parquet"             # trace only; relative to the spec file
 
-    [operator]                         # optional: an operator over Nexmark input (issue 17);
+    [operator]                         # optional: an operator over Nexmark input;
     kind = "dedup"                     # see workloads/operators; then [keys], [operations],
     query = "q18"                      # [values] and state.map_keys are absent and [time]
                                        # drives workloads.nexmark. A kind's own fields only
@@ -128,7 +128,7 @@ VISIBILITIES = ("NeverReturnExpired", "ReturnExpiredIfNotCleanedUp")
 TIME_CHARACTERISTICS = ("ProcessingTime", "EventTime")
 CHECKPOINT_MODES = ("full", "incremental")
 SOURCE_KINDS = ("generator", "trace")
-#: Operator kinds of an ``[operator]`` table (workloads/operators, issue 17).
+#: Operator kinds of an ``[operator]`` table (workloads/operators).
 OPERATOR_KINDS = ("tumbling_window", "sliding_window", "session_window", "interval_join",
                   "regular_join", "group_agg", "dedup", "topn")
 OPERATOR_AGGS = ("max", "sum", "count")

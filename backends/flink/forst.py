@@ -1,4 +1,4 @@
-"""ForSt's TTL compaction filter, probed on both of ForSt's state APIs (issue 18, FLINK-40354).
+"""ForSt's TTL compaction filter, probed on both of ForSt's state APIs (FLINK-40354).
 
 Why a probe and not only a lane: Flink cleans TTL state on ForSt only inside compactions
 (FLINK-35268: State V2 TTL supports only the compaction filter), and FLINK-40354 reports that on

@@ -1,4 +1,4 @@
-"""Checkpoints, savepoints and restore for both keyed-state backends (issue #3).
+"""Checkpoints, savepoints and restore for both keyed-state backends.
 
 - writer.py / reader.py: `KeyedStateBackend.snapshot(...)` / `snapshot_async(...)` and
   `backends.restore_backend(...)`; pending.py: the SnapshotFuture of a snapshot whose

@@ -1,7 +1,7 @@
 """Snapshot benchmarks: full-snapshot write speed beside a same-run pyarrow baseline, the upload
 ratio of a RocksDB incremental checkpoint after changing 1% of the keys, and restore time.
 
-Run: `python -m pytest bench/pytest/test_bench_snapshots.py --benchmark-only`. Targets (issue #3):
+Run: `python -m pytest bench/pytest/test_bench_snapshots.py --benchmark-only`. Targets:
 a full snapshot writes within 2x of the time pyarrow alone takes to write the same rows (same
 compression, same run: `extra_info["ratio_vs_pyarrow"]`), and an incremental checkpoint after a
 1% change uploads <= 5% of the full checkpoint's bytes (`extra_info["upload_ratio"]`, asserted:

@@ -1,6 +1,6 @@
 """The speed targets of the backends, measured as paired same-run ratios.
 
-Targets (issue: backends): heap TTL ValueState.update >= 0.5x a raw dict loop storing
+Targets: heap TTL ValueState.update >= 0.5x a raw dict loop storing
 (value, ts); RocksDB TTL ValueState.update >= 0.6x a raw rocksdict put loop of the same bytes.
 A plain pytest-benchmark run measures A and B minutes apart, so load drift on a shared 2-core
 machine moves the ratio; here every round runs the raw loop and the state loop back to back and

@@ -117,7 +117,7 @@ def compare_command(args: argparse.Namespace) -> int:
         repetitions=args.repetitions, parallelism=args.parallelism, sweep=sweep)
     for config in configs:  # bounded checkpoints and samples, before any event is made
         refuse_long_schedule(config)
-    refuse_empty_run(*configs)  # a comparison that would measure nothing (issue 31)
+    refuse_empty_run(*configs)  # a comparison that would measure nothing
     writable_dir("--results-dir", args.results_dir)
     try:
         run_dir_free(args.results_dir, configs[0].run_id)

@@ -227,7 +227,7 @@ def refuse_long_trace(cfg: RunConfig) -> None:
 def paces(cfg: RunConfig) -> bool:
     """Whether a job of the run releases its records on the wall clock: every job of a
     ProcessingTime spec, and the jobs of the lanes that always pace (flink-sql, spark-tws:
-    their TTL runs on processing time), under EventTime too (issue 42: a 1.5-day EventTime
+    their TTL runs on processing time), under EventTime too (a 1.5-day EventTime
     spec on spark-tws took 36 hours, and no bound applied)."""
     from workloads.lanes import LANES
 

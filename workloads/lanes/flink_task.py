@@ -23,7 +23,7 @@ are the same metrics on the same barriers as :class:`workloads.run.keyed_operato
 * Barriers: checkpoints (Flink's own ``snapshot()``) and samples at the same logical times,
   cut into the same event ranges; a sample counts what Flink physically holds (live vs expired
   by each unit's TTL timestamp at the barrier time) without touching TTL.
-* Checkpoints follow the engines' model with a queue (issue 15; the same setting and rules as
+* Checkpoints follow the engines' model with a queue (the same setting and rules as
   statebench's lanes, ``workloads/run/checkpoints.py``): at a checkpoint barrier the task thread
   runs the synchronous phase (Flink's ``snapshot()``, which returns the asynchronous phase as a
   RunnableFuture) and queues that future on a checkpoint thread of the worker (one daemon

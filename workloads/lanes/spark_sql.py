@@ -135,7 +135,7 @@ def spark_range_problem(spec: WorkloadSpec, join_bound_ms: int | None) -> str | 
     """What of ``spec`` Spark cannot take (``sql_queries.range_problem``: timestamps past
     Spark's range, too many sliding windows per row), known from the spec alone: a lane that
     cannot run a spec says so before any work, and its scenarios are not applicable (the
-    query failed after the other lanes' jobs, with two chained tracebacks, issue 42)."""
+    query failed after the other lanes' jobs, with two chained tracebacks)."""
     from workloads.generator import Timeline
 
     op = spec.operator

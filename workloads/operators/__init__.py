@@ -1,4 +1,4 @@
-"""Operators over Nexmark input with state TTL (issue 17): each ``[operator] kind`` turns its
+"""Operators over Nexmark input with state TTL: each ``[operator] kind`` turns its
 input into the state accesses of the Flink operator it follows, on statebench's own backends.
 
 ==================  ===========================================  ==================================

@@ -55,7 +55,7 @@ MEASURES = (
     (STORED_ENTRIES, "peak stored entries", "entries"),
 )
 BASELINE = "none"
-#: Relative costs further apart than this factor disagree (issue 12's steering goal).
+#: Relative costs further apart than this factor disagree.
 DISAGREE = 1.5
 #: The confidence of a factor's interval (factor_interval).
 INTERVAL_CONFIDENCE = 0.95

@@ -745,7 +745,7 @@ def _sweep_trace(backend: str, j: int, points: list[tuple[float, Any, str]], met
 
 
 def ttl_curve_chart(run: Run, workload: str) -> Chart | None:
-    """A TTL sweep's state-vs-TTL curve (issue 17 item 5): the outputs the TTL changed on x, the
+    """A TTL sweep's state-vs-TTL curve: the outputs the TTL changed on x, the
     state it kept on y (peak live entries, peak checkpoint bytes), one point per TTL, one line
     per backend (the knob-sweep chart's styles); the curve a SQL user picks
     ``table.exec.state.ttl`` from. None unless the run swept ``ttl(ms=...)`` over an operator

@@ -173,7 +173,7 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec("checkpoint_async_cpu_ms", "async CPU", "ms", "checkpoint", -1),
     MetricSpec("checkpoint_wait_ms", "wait for a checkpoint slot", "ms", "checkpoint", -1),
     MetricSpec("restore_ms", "restore", "ms", "checkpoint", -1),
-    # the engines' checkpoint model (issue 15): per task and repetition
+    # the engines' checkpoint model: per task and repetition
     MetricSpec("checkpoint_sync_share", "share of task time in sync phases and waits", "share",
                "checkpoint_model", -1),
     MetricSpec("records_per_s_during_async", "records/s while an async phase ran", "records/s",
@@ -197,7 +197,7 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
         for m, label in MECHANISMS
         for st in LAG_STATS
     ),
-    # one histogram over every mechanism, written before issue 9
+    # one histogram over every mechanism, as older runs wrote it
     MetricSpec("cleanup_lag_mean_ms", "cleanup lag mean", "ms", "cleanup", -1, legacy=True,
                cls=EXACT),
     MetricSpec("cleanup_lag_max_ms", "cleanup lag max", "ms", "cleanup", -1, legacy=True,

@@ -1,7 +1,7 @@
 """The measured tables of the docs, regenerated from result files kept in the repository.
 
 Every table of measured numbers in the docs (``docs/performance.md``) is produced here from a
-small file under ``docs/results/`` (issue 15 item 7), with its spread, so a reader can
+small file under ``docs/results/``, with its spread, so a reader can
 regenerate it and a test can check that the page says what the data says::
 
     python -m workloads.report.readme_tables                  # every table, as markdown

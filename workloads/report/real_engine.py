@@ -1,5 +1,5 @@
 """The real engine beside the emulation: a Flink SQL job (``flink-sql``, ``flink-sql-heap``)
-against the emulated operator of the same ``[operator]`` workload (issue 17 item 4).
+against the emulated operator of the same ``[operator]`` workload.
 
 Why a section of its own: the agreement the issue asks for (``dedup``, ``regular_join`` and
 ``tumbling_window`` within :data:`AGREE` on peak state) is only worth reading with the reasons
@@ -12,7 +12,7 @@ both sides, the section shows:
 * peak checkpoint bytes (``checkpoint_bytes``, the largest completed checkpoint);
 * ``ttl_changed_results`` side by side;
 
-and a verdict on each (issue 29 item 5). On the two state measures, real / emulated
+and a verdict on each. On the two state measures, real / emulated
 (:func:`agreement`): agree (within :data:`AGREE`); differ by construction only where a known cause
 (:data:`REASONS`) is listed AND the ratio lies inside the band that at least
 :data:`MIN_BAND_RUNS` repeated real-job runs measured for that cause (:data:`BANDS_PATH`, kept
@@ -60,13 +60,13 @@ EMULATED = {
     "flink-sql": ("flink-rocksdb", "rocksdb"),
     "flink-sql-heap": ("flink-heap", "heap"),
 }
-#: Real and emulated peak state within this factor (either way) agree (issue 17 item 4).
+#: Real and emulated peak state within this factor (either way) agree.
 AGREE = 1.25
-#: Outputs within this share of the emulation's agree (issue 29 item 5): the real job's row
+#: Outputs within this share of the emulation's agree: the real job's row
 #: count moves with which records its paced watermark found late, far less than this.
 OUTPUTS_AGREE = 0.05
 #: ``ttl_changed_results`` within this many (as a share: 3 percentage points) agree, unless the
-#: repeated real-job runs of :data:`BANDS_PATH` spread wider (issue 29 item 5).
+#: repeated real-job runs of :data:`BANDS_PATH` spread wider.
 TTL_CHANGED_AGREE = 0.03
 #: A band is a measurement only over at least this many real-job runs.
 MIN_BAND_RUNS = 3

@@ -1,4 +1,4 @@
-"""Measure the bands "differ by construction" may claim (issue 29 item 5), and write them as data.
+"""Measure the bands "differ by construction" may claim, and write them as data.
 
 ``workloads.report.real_engine`` calls a gap between the real Flink SQL job and the emulated
 operator "by construction" only where a known cause is listed AND the gap lies inside the band

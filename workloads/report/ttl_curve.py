@@ -1,7 +1,7 @@
 """The state-vs-TTL curve of a run swept over the TTL (``--sweep "ttl(ms=...)"``): per TTL and
 backend, the state it kept (peak live entries, peak checkpoint bytes) against the share of the
 operator's outputs it changed (``ttl_changed_results``) - the numbers a SQL user picks
-``table.exec.state.ttl`` from (issue 17 item 5). The report draws them
+``table.exec.state.ttl`` from. The report draws them
 (``figures.ttl_curve_chart``) and lists them in a table (:func:`ttl_curve_table`).
 
 Read from the loaded run: the peaks are the maxima over the job-wide samples (all repetitions),

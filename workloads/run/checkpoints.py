@@ -1,7 +1,7 @@
 """Checkpoints of one task's backend: where they go, how they run, what they cost, and the
 final restore.
 
-How they run (:class:`CheckpointPipeline`, the engines' checkpoint model, issue 15, with a queue
+How they run (:class:`CheckpointPipeline`, the engines' checkpoint model, with a queue
 of asynchronous phases): a barrier runs the checkpoint's synchronous phase in the task's thread
 (``backend.snapshot_async``) and goes on; the asynchronous phase (encoding, writing, upload,
 commit) queues behind the earlier ones on the backend's one snapshot thread, which runs them in

@@ -33,7 +33,7 @@ from workloads.spec import WorkloadSpec, load_spec
 #: The default matrix: a session-churn workload (keys expire for good), a YCSB one (hot keys),
 #: both on event time, and sessions on a paced processing-time clock, where RocksDB's own TTL
 #: compaction filter (wall clock) runs next to its baseline in the same ``ttl_db`` layout; then
-#: two operator workloads (issue 17): Nexmark q20's regular join and q18's deduplication, whose
+#: two operator workloads: Nexmark q20's regular join and q18's deduplication, whose
 #: ``ttl_changed_results`` shows what the TTL costs in results. A lane that cannot run an
 #: operator kind has its scenarios listed as not applicable, with the reason (plan.py).
 DEFAULT_SPECS = ("sessions-churn", "ycsb-a", "sessions-paced", "nexmark-q20-join",
@@ -58,7 +58,7 @@ DEFAULT_OVERRIDES: dict[str, dict[str, int]] = {
 #: reach p = 0.031 (2 / 2**6); drift cancels round by round, and what six rounds can separate
 #: depends on each job's own noise (docs/guide.md, "Rounds"); eight take a third longer.
 DEFAULT_REPETITIONS = 6
-#: statebench's backends and Flink's own as reference lanes (issue 12: the published comparison
+#: statebench's backends and Flink's own as reference lanes (the published comparison
 #: is both, per strategy).
 DEFAULT_BACKENDS = ("heap", "rocksdb", "flink-heap", "flink-rocksdb")
 

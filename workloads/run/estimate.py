@@ -1,7 +1,7 @@
 """How long a run will take and how much disk it needs, estimated before any event is made, and
 the bound beyond which the CLI refuses it unless asked (``--allow-long``).
 
-Why (issue 42): ``statebench run flink-27504 --backend spark-tws`` paced a shipped spec of 1.5
+Why: ``statebench run flink-27504 --backend spark-tws`` paced a shipped spec of 1.5
 logical days at speed-up 1 - about 36 hours - without a word: no estimate, no ETA, and the
 lane wrote 195,000 input files in its first 2 minutes. A run now says up front what it will
 take (one line on stdout, always) and is refused, in one line, when that is more than

@@ -37,7 +37,7 @@ Rows a run writes (per task, and task=-1 job totals added by :func:`finalize_row
   (count), ``rocksdb_sst_bytes``, ``rocksdb_memtable_bytes`` (bytes).
 * per checkpoint, ``step`` = checkpoint id, ``logical_time_ms`` = barrier time (repetition 0),
   emitted when the checkpoint's asynchronous phase has finished (Flink's checkpoint model,
-  issue 15: see ``workloads.run.keyed_operator``): ``checkpoint_bytes``,
+  see ``workloads.run.keyed_operator``): ``checkpoint_bytes``,
   ``checkpoint_uploaded_bytes`` (bytes); ``checkpoint_sync_ms`` (the synchronous phase, in the
   task's thread: busy time; heap:
   a shallow copy of each state's dict with copy-on-write of list and map containers, RocksDB: an
@@ -138,7 +138,7 @@ CHECKPOINT_METRICS = (
 #: Per checkpoint, besides CHECKPOINT_METRICS: the async and upload phases (see above; upload ==
 #: async on a local target).
 CHECKPOINT_PHASE_METRICS = ("checkpoint_async_ms", "checkpoint_upload_ms")
-#: Per checkpoint, the engines' checkpoint model (issue 15): CPU seconds the asynchronous phase's
+#: Per checkpoint, the engines' checkpoint model: CPU seconds the asynchronous phase's
 #: own thread used (ms), and how long the task thread waited at this barrier because
 #: max_in_flight checkpoints were in flight (ms, busy time: the task could not go on).
 CHECKPOINT_ASYNC_METRICS = ("checkpoint_async_cpu_ms", "checkpoint_wait_ms")

@@ -11,7 +11,7 @@ Knobs (the others keep their defaults, ``backends.ttl_config``): incremental ``s
 ``per_record`` (0 or 1), compaction_filter ``query_time_after_num_entries`` and
 ``periodic_compaction_ms`` (the filter's periodic compaction), timer ``granularity_ms``.
 
-``ttl(ms=V1,V2,...)`` sweeps the TTL itself (issue 17: state size against
+``ttl(ms=V1,V2,...)`` sweeps the TTL itself (state size against
 ``ttl_changed_results``, the curve a SQL user picks ``table.exec.state.ttl`` from): scenario
 ``ttl(ms=V)`` runs the spec with ``state.ttl_ms = V`` and the ``timer`` cleanup (expired state
 removed at expiry, so its stored entries are its live ones), beside the baseline ``none`` at the
