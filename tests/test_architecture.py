@@ -353,7 +353,8 @@ def test_private_import_check_can_fail(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- lane decisions
 #: What decides whether a lane can run a scenario: the lane interface's questions and the lane
 #: modules' rules behind them (``workloads/lanes``).
-LANE_DECISIONS = frozenset({"spec_reason", "strategy_reason", "cleanup_reason",
+LANE_DECISIONS = frozenset({"spec_reason", "strategy_reason", "flink_cleanup_reason",
+                            "sql_cleanup_reason", "statebench_cleanup_reason",
                             "operator_reason", "ttl_reason", "spec_problem",
                             "operator_kind_reason"})
 #: The one module outside ``workloads/lanes`` that asks the lanes: the planner.
@@ -402,11 +403,11 @@ def test_only_the_lanes_decide_what_a_lane_runs() -> None:
 
 def test_lane_decision_check_can_fail(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
-    source = ("from workloads.lanes.flink import cleanup_reason\n"
+    source = ("from workloads.lanes.flink import flink_cleanup_reason\n"
               "def run(lane, cfg):\n    return lane.strategy_reason(cfg, 'none')\n"
               "def is_sql_lane(name):\n    return name == 'flink-sql'\n")
     assert lane_decisions_outside(bad, "workloads/run/x.py", source) == [
-        "workloads/run/x.py:1 cleanup_reason", "workloads/run/x.py:3 strategy_reason",
+        "workloads/run/x.py:1 flink_cleanup_reason", "workloads/run/x.py:3 strategy_reason",
         "workloads/run/x.py:4 def is_sql_lane"]
     assert lane_decisions_outside(bad, "workloads/lanes/x.py", source) == [
         "workloads/lanes/x.py:4 def is_sql_lane"]

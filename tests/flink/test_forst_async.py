@@ -34,7 +34,7 @@ from tests.flink.lanes_util import lane_session
 from tests.flink.oplang import Program, descriptors, generate, run_flink
 from tests.flink.test_flink_differential import LONG_KEYS, STRING_KEYS
 from tests.runner.conftest import small_spec, spark_session
-from workloads.lanes.flink import cleanup_reason as not_applicable_reason
+from workloads.lanes.flink import flink_cleanup_reason as not_applicable_reason
 from workloads.lanes.flink import ttl_reason
 from workloads.run.engines.inprocess import run_in_process
 from workloads.run.plan import RunConfig

@@ -22,7 +22,7 @@ from backends.flink.lanes import (
 from backends.flink.register import FORST_CONFIG_KEYS, ROCKSDB_CONFIG_KEYS, forst_configuration
 from tests.flink.lanes_util import lane_session, per_task
 from tests.runner.conftest import mixed_spec, small_spec, spark_session
-from workloads.lanes.flink import cleanup_reason as not_applicable_reason
+from workloads.lanes.flink import flink_cleanup_reason as not_applicable_reason
 from workloads.lanes.flink_task import (
     FORST_PRIMARY_ENV,
     forst_primary,

@@ -28,8 +28,8 @@ from backends.flink.sql_job import (
     write_events_csv,
 )
 from tests.flink.conftest import fail_or_skip
-from workloads.lanes.flink_sql import cleanup_reason as not_applicable_reason
 from workloads.lanes.flink_sql import spec_problem
+from workloads.lanes.flink_sql import sql_cleanup_reason as not_applicable_reason
 from workloads.lanes.flink_sql_job import REFERENCE_TTL_MS, changed_outputs, report_rows
 from workloads.nexmark import AUCTION, BID, NexmarkConfig, generate_nexmark
 from workloads.results.summaries import summaries

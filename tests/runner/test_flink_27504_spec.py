@@ -8,7 +8,7 @@ the runner makes from it, in milliseconds.
 
 from __future__ import annotations
 
-from workloads.lanes.flink import cleanup_reason
+from workloads.lanes.flink import flink_cleanup_reason
 from workloads.ops import Op
 from workloads.run.plan import RunConfig, plan_scenarios
 from workloads.spec import builtin_specs, load_spec, parse_spec
@@ -42,7 +42,7 @@ def test_spec_rebuilds_the_issue_setup() -> None:
 
 def test_flink_filter_runs_and_statebench_filter_is_not_applicable_under_event_time() -> None:
     spec = load_spec("flink-27504")
-    assert cleanup_reason("flink-rocksdb", "compaction_filter(1000)") is None
+    assert flink_cleanup_reason("flink-rocksdb", "compaction_filter(1000)") is None
     runnable, skipped = plan_scenarios(RunConfig(spec, backends=("rocksdb",), run_id="t"))
     assert [(s.backend, s.strategy) for s in skipped] == [("rocksdb", "compaction_filter(1000)")]
     assert {s.strategy for s in runnable} == {"none", "full_snapshot"}

@@ -16,7 +16,7 @@ import pytest
 from backends import parse_strategy
 from tests.runner.conftest import deterministic, mixed_spec, small_spec, spark_session, values
 from workloads import cli
-from workloads.lanes.statebench import cleanup_reason
+from workloads.lanes.statebench import statebench_cleanup_reason
 from workloads.report.render import render_report
 from workloads.run.engines.inprocess import run_in_process
 from workloads.run.engines.spark import keyed_events, partition_keys, run_spark, spark_hash_long
@@ -93,7 +93,7 @@ def test_cli_spark_run_writes_a_renderable_run(spark, tmp_path: Path, capsys) ->
     (run_dir,) = list(results.iterdir())
     meta = json.loads((run_dir / "run.json").read_text())
     assert meta["spark_master"] == MASTER and meta["config"]["in_process"] is False
-    reason = cleanup_reason("rocksdb", parse_strategy("incremental(5, false)"), False)
+    reason = statebench_cleanup_reason("rocksdb", parse_strategy("incremental(5, false)"), False)
     assert reason and "incremental" in reason  # the strategy's own words, not an empty string
     assert meta["not_applicable"] == [{
         "backend": "rocksdb", "strategy": "incremental(5, false)", "reason": reason}]

@@ -36,7 +36,7 @@ RECORDS_PER_S = {"flink-heap": (100_000.0, 30_000.0), "flink-rocksdb": (35_000.0
 OPERATOR_LANES = ("flink-heap", "flink-rocksdb")
 
 
-def cleanup_reason(lane: str, strategy: str) -> str | None:
+def flink_cleanup_reason(lane: str, strategy: str) -> str | None:
     """None when ``strategy`` runs on Flink lane ``lane``, else Flink's reason why not."""
     if lane not in facts.LANE_KINDS:
         raise ValueError(f"unknown Flink lane '{lane}'; expected one of "
@@ -100,7 +100,7 @@ class FlinkLane(Lane):
         return None if op is None else operator_reason(self.name, op.kind)
 
     def strategy_reason(self, run: RunView, label: str) -> str | None:
-        reason = cleanup_reason(self.name, run.cleanup_of(label))
+        reason = flink_cleanup_reason(self.name, run.cleanup_of(label))
         if reason is None and run.spec.state.ttl_ms is not None:
             reason = ttl_reason(self.name, run.spec.state.update_type)
         return reason
@@ -123,7 +123,7 @@ class FlinkLane(Lane):
 
     def task_operator(self, cfg: OperatorConfig, task: int, attempt: int,
                       attempt_id: int | None) -> TaskOperator:
-        reason = cleanup_reason(self.name, cfg.cleanup or cfg.strategy)
+        reason = flink_cleanup_reason(self.name, cfg.cleanup or cfg.strategy)
         if reason is not None:
             raise RuntimeError(f"{cfg.scenario.label}: {reason}; the runner should have skipped it")
         if cfg.operator is None:

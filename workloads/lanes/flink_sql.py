@@ -76,7 +76,7 @@ def range_problem(lane: str, spec: WorkloadSpec) -> str | None:
     return None
 
 
-def cleanup_reason(lane: str, strategy: str, has_ttl: bool,
+def sql_cleanup_reason(lane: str, strategy: str, has_ttl: bool,
                    ttl_sweep: bool = False) -> str | None:
     """None when ``strategy`` is what a SQL job on ``lane`` runs, else why it cannot.
 
@@ -126,7 +126,7 @@ class FlinkSqlLane(Lane):
                 or range_problem(self.name, run.spec))
 
     def strategy_reason(self, run: RunView, label: str) -> str | None:
-        return cleanup_reason(self.name, run.cleanup_of(label), run.ttl_of(label) is not None,
+        return sql_cleanup_reason(self.name, run.cleanup_of(label), run.ttl_of(label) is not None,
                               ttl_sweep=run.ttl_sweep_of(label) is not None)
 
     def check(self, run: RunView) -> str | None:

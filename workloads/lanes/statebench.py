@@ -29,7 +29,7 @@ COMPACTION_CLOCK_REASON = (
 RECORDS_PER_S = {"heap": (100_000.0, 30_000.0), "rocksdb": (50_000.0, 30_000.0)}
 
 
-def cleanup_reason(kind: str, strategy: CleanupStrategy,
+def statebench_cleanup_reason(kind: str, strategy: CleanupStrategy,
                    wall_clock: bool = True) -> str | None:
     """Why ``strategy`` cannot run on statebench's backend ``kind`` on a clock that is
     (``wall_clock``) or is not driven by the wall clock (None: it can)."""
@@ -74,7 +74,7 @@ class StatebenchLane(Lane):
 
     def strategy_reason(self, run: RunView, label: str) -> str | None:
         wall = wall_clock_driven(run.spec.state.time_characteristic, label)
-        return cleanup_reason(self.name, parse_strategy(run.cleanup_of(label)), wall)
+        return statebench_cleanup_reason(self.name, parse_strategy(run.cleanup_of(label)), wall)
 
     def task_operator(self, cfg: OperatorConfig, task: int, attempt: int,
                       attempt_id: int | None) -> TaskOperator:

@@ -48,7 +48,7 @@ from workloads.run.state_setup import ttl_config_of
 from workloads.spec import SpecError, WorkloadSpec, load_spec
 
 #: The lanes compared and the kind of Flink backend each one is.
-LANES = {"flink-heap": "heap", "flink-rocksdb": "rocksdb"}
+FLINK_BACKEND_OF = {"flink-heap": "heap", "flink-rocksdb": "rocksdb"}
 STRATEGIES = ("none", "full_snapshot")
 #: The check's tolerance: the lanes' ratio within this factor of the real job's.
 TOLERANCE = 1.5
@@ -171,7 +171,7 @@ def real_job_config(cfg: RunConfig, facts: DataFacts, lane: str, strategy: str,
     options and checkpoint mode exactly as the lane opens its worker (flink_task._open)."""
     op = operator_config(cfg, Scenario(lane, strategy), 0, facts)
     query, periodic = compaction_options(op.cleanup or op.strategy, dict(op.rocksdb_options))
-    kind = LANES[lane]
+    kind = FLINK_BACKEND_OF[lane]
     counts = dict(facts.task_counts)  # keyed subtask i is task i: the same key-group ranges
     warmups = tuple(int(counts.get(t, 0) * op.warmup_fraction) for t in range(op.parallelism))
     ttl = ttl_config_of(replace(op, time_characteristic="ProcessingTime"))
@@ -203,7 +203,8 @@ def _lane_rates(rows: pa.Table) -> tuple[dict[str, dict[str, list[float]]],
     return rates, counts
 
 
-def compare(spec: WorkloadSpec, lanes: tuple[str, ...] = tuple(LANES), parallelism: int = 1,
+def compare(spec: WorkloadSpec, lanes: tuple[str, ...] = tuple(FLINK_BACKEND_OF),
+            parallelism: int = 1,
             repetitions: int = 1, interval_ms: int | None = None,
             root: Path | None = None,
             progress: Callable[[str], None] | None = None) -> Comparison:
@@ -212,8 +213,9 @@ def compare(spec: WorkloadSpec, lanes: tuple[str, ...] = tuple(LANES), paralleli
     ``progress`` gets a line per step."""
     say = progress or (lambda _line: None)
     for lane in lanes:
-        if lane not in LANES:
-            raise ValueError(f"unknown lane {lane!r}; expected one of {', '.join(LANES)}")
+        if lane not in FLINK_BACKEND_OF:
+            raise ValueError(f"unknown lane {lane!r}; expected one of "
+                             f"{', '.join(FLINK_BACKEND_OF)}")
     with run_tempdirs.temp_dir("statebench-real-job-",  # owner-tagged: swept after a kill -9
                            dir=None if root is None else str(root)) as tmp:
         work = Path(tmp)
@@ -278,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("spec", nargs="?", default=None,
                    help="a spec name or file (default: the issue's churn shape, churn_spec())")
     p.add_argument("--events", type=int, default=None, help=f"events (default: {DEFAULT_EVENTS:,})")
-    p.add_argument("--lanes", default=",".join(LANES), help="flink-heap,flink-rocksdb")
+    p.add_argument("--lanes", default=",".join(FLINK_BACKEND_OF), help="flink-heap,flink-rocksdb")
     p.add_argument("--repetitions", type=int, default=1)
     p.add_argument("--parallelism", type=int, default=1)
     p.add_argument("--checkpoint-interval-ms", type=int, default=None,
