@@ -69,16 +69,22 @@ def usage_error(capsys: pytest.CaptureFixture[str]) -> Callable[..., str]:
     return run
 
 
-@pytest.fixture(scope="session")
-def flink_lanes() -> None:
+def need_flink_lanes() -> None:
     """Flink's lanes can run here; else the shared rule: fail where the oracle is required
-    (the flink extra installed), skip elsewhere - never a silent skip where they should run."""
+    (the flink extra installed), skip elsewhere - never a silent skip where they should run.
+    For a test of which only some cases need them; the others use :func:`flink_lanes`."""
     from backends.flink.lanes import check_available
 
     try:
         check_available()
     except FlinkUnavailableError as exc:
         fail_or_skip("the Flink lanes", exc)
+
+
+@pytest.fixture(scope="session")
+def flink_lanes() -> None:
+    """:func:`need_flink_lanes`, once per session."""
+    need_flink_lanes()
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from tests.reliability.conftest import GENERATED, SPEC_HEAD
+from tests.reliability.conftest import GENERATED, SPEC_HEAD, need_flink_lanes
 from workloads import cli, limits
 
 
@@ -100,16 +100,6 @@ def sandbox(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     yield box
 
 
-def _lanes_or_skip() -> None:
-    from backends.flink.errors import FlinkUnavailableError
-    from backends.flink.lanes import check_available
-
-    try:
-        check_available()
-    except FlinkUnavailableError as exc:
-        pytest.skip(f"Flink's lanes cannot run here: {exc}")
-
-
 # ------------------------------------------------------------------------------------------------
 # The Flink lanes' strategy arguments
 # ------------------------------------------------------------------------------------------------
@@ -144,7 +134,7 @@ def lane_strategies(draw: Any) -> tuple[str, str]:
 @example(case=("flink-rocksdb", "compaction_filter(100000000000000000000000)"))
 @example(case=("flink-rocksdb", "compaction_filter(1000, 315360000001)"))
 def test_lane_strategy_arguments(sandbox: Sandbox, case: tuple[str, str]) -> None:
-    _lanes_or_skip()
+    need_flink_lanes()
     lane, strategy = case
     folder = sandbox.folder()
     spec = folder / "spec.toml"

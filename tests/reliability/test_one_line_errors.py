@@ -15,19 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.conftest import GENERATED, SPEC_HEAD, write_spec
+from tests.reliability.conftest import GENERATED, SPEC_HEAD, need_flink_lanes, write_spec
 
 TTL_SPEC = SPEC_HEAD + GENERATED + "[state]\nttl_ms = 100\n"
-
-
-def _lanes_or_skip() -> None:
-    from backends.flink.errors import FlinkUnavailableError
-    from backends.flink.lanes import check_available
-
-    try:
-        check_available()
-    except FlinkUnavailableError as exc:
-        pytest.skip(f"Flink's lanes cannot run here: {exc}")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -46,7 +36,7 @@ def _lanes_or_skip() -> None:
 def test_a_lane_refuses_numbers_its_wire_cannot_carry(
         backend: str, strategy: str, words: str | None, tmp_path: Path,
         fails: Callable[..., str]) -> None:
-    _lanes_or_skip()
+    need_flink_lanes()
     spec = write_spec(tmp_path, TTL_SPEC)
     line = fails("run", str(spec), "--in-process", "--backend", backend, "--strategy", strategy,
                  "--results-dir", str(tmp_path / "r"))
@@ -70,7 +60,7 @@ def test_statebench_own_heap_keeps_its_larger_incremental_sizes() -> None:
 
 def test_a_lane_refuses_a_checkpoint_uri_up_front(tmp_path: Path,
                                                   fails: Callable[..., str]) -> None:
-    _lanes_or_skip()
+    need_flink_lanes()
     spec = write_spec(tmp_path, TTL_SPEC)
     line = fails("run", str(spec), "--in-process", "--backend", "heap,flink-heap",
                  "--checkpoint-dir", "mock:///ck", "--results-dir", str(tmp_path / "r"))
@@ -107,7 +97,7 @@ def test_a_checkpoint_folder_made_unwritable_mid_run_is_one_line(
         tmp_path: Path, fails: Callable[..., str]) -> None:
     """Root ignores permissions, so the run's checkpoint folders are made immutable
     (``chattr +i``) once the run has made them; an event-time spec, not a paced one."""
-    _lanes_or_skip()
+    need_flink_lanes()
     if shutil.which("chattr") is None:
         pytest.skip("needs chattr to make a folder unwritable for root")
     probe = tmp_path / "probe"

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.reliability.conftest import need_flink_lanes
 from workloads.run.engines.inprocess import run_in_process
 from workloads.run.plan import RunConfig
 from workloads.spec import SpecError, load_spec
@@ -50,23 +51,13 @@ OPEN_AT_THE_END = {
 }
 
 
-def _lanes_or_skip() -> None:
-    from backends.flink.errors import FlinkUnavailableError
-    from backends.flink.lanes import check_available
-
-    try:
-        check_available()
-    except FlinkUnavailableError as exc:
-        pytest.skip(f"Flink's lanes cannot run here: {exc}")
-
-
 @pytest.mark.parametrize("backend", ["heap", "rocksdb", "flink-heap"])
 @pytest.mark.parametrize("case", sorted(OPEN_AT_THE_END))
 def test_samples_and_checkpoints_after_the_last_record_see_the_open_state(
         case: str, backend: str, tmp_path: Path) -> None:
     """Also on a Flink lane (its worker fires the same barriers before OP_FINISH)."""
     if backend.startswith("flink-"):
-        _lanes_or_skip()
+        need_flink_lanes()
     name, overrides = OPEN_AT_THE_END[case]
     spec = load_spec(name).with_overrides(events=4_000, checkpoint_interval_ms=40, ttl_ms=None,
                                           strategies=["none"], **overrides)

@@ -22,7 +22,12 @@ build = pytest.importorskip("backends.flink.build")
 try:
     build.find_flink_jar()
     build.find_jdk()
-except Exception as exc:
+except Exception as exc:  # the oracle's rule: fail where the flink extra is installed
+    from tests.flink.conftest import flink_required
+
+    if flink_required():
+        pytest.fail(f"the Flink lanes cannot run although {flink_required()}: {exc}",
+                    pytrace=False)
     pytest.skip(f"the Flink lanes cannot run here: {exc}", allow_module_level=True)
 
 from backends.flink import FlinkWorker  # noqa: E402
