@@ -445,3 +445,33 @@ def test_a_long_spark_tws_run_starts_its_query_at_once_and_exits_on_sigint_in_se
     folders, procs = _left_behind(tmp)
     assert [f for f in folders if f.startswith(("statebench-", ".statebench-"))] == []
     assert procs == []
+
+
+def test_what_py4j_logs_while_a_signal_breaks_the_link_is_not_printed() -> None:
+    """A SIGINT while Spark's context was starting printed py4j's "Exception occurred while
+    shutting down connection" and a traceback: py4j.clientserver hands its records to the root
+    logger's handlers, which a filter on the root logger never sees. --verbose keeps them."""
+    import logging
+
+    seen: list[logging.LogRecord] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    handler = Collect()
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        assert cli.main(["run", "ycsb-a", "--in-process", "--events", "100", "--backend",
+                         "heap", "--sweep", "nonsense"]) == 2  # any command, quietly
+        logging.getLogger("py4j.clientserver").error(
+            "Exception occurred while shutting down connection", exc_info=KeyboardInterrupt())
+        assert seen == []
+        assert cli.main(["-v", "run", "ycsb-a", "--in-process", "--events", "100",
+                         "--backend", "heap", "--sweep", "nonsense"]) == 2
+        logging.getLogger("py4j.clientserver").error("shown with --verbose")
+        assert [r.getMessage() for r in seen] == ["shown with --verbose"]
+    finally:
+        root.removeHandler(handler)
+        logging.getLogger("py4j").setLevel(logging.NOTSET)

@@ -95,6 +95,10 @@ def _quiet_py4j() -> None:
     root = logging.getLogger()
     if not any(isinstance(f, _Py4JNoise) for f in root.filters):
         root.addFilter(_Py4JNoise())
+    # a filter on the root logger sees only what is logged to it, not what py4j's own loggers
+    # (py4j.clientserver) hand up to its handlers: a SIGINT while Spark's context was starting
+    # printed py4j's "Exception occurred while shutting down connection" and its traceback
+    logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -106,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbose = bool(getattr(args, "verbose", False))
     if not verbose:
         _quiet_py4j()
+    else:  # py4j's own words too (an earlier command of this process may have quietened it)
+        logging.getLogger("py4j").setLevel(logging.NOTSET)
     run_tempdirs.install_signal_handlers()
     try:
         try:
