@@ -67,12 +67,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from backends.spark.files import folder_bytes, folder_files
-from backends.spark.slices import (  # write_slices: the lane's tests cut slices here
-    Feeder,
-    SliceWriter,
-    plan_slices,
-    write_slices,  # noqa: F401
-)
+from backends.spark.slices import Feeder, SliceWriter, plan_slices
 
 try:  # the processor's base class: a plain object where pyspark is missing (the lane's
     # check() then says so), so that importing this module never fails

@@ -11,7 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from backends.spark.tws import WRITE_RESULT, result_hash, write_slices
+from backends.spark.slices import write_slices
+from backends.spark.tws import WRITE_RESULT, result_hash
 from backends.spark.tws_model import Batch, replay
 from backends.strategies import parse_strategy
 from workloads.lanes.spark_tws import FOREIGN_REASONS, SPARK_TWS_LANES, SparkTwsLane

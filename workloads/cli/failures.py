@@ -36,11 +36,8 @@ def say_stopped(folder: RunFolder, exc: BaseException, render: bool = True) -> N
 
         for outcome in exc.outcomes:
             print(f"\n{summary_table(outcome)}")
-    report = _render(folder.path) if render and isinstance(exc, JobsFailed) else None
-    if report is not None:
-        assert folder.path is not None
-        line = line.replace(f"kept in {folder.path} (statebench report {folder.path} renders it)",
-                            f"kept in {folder.path}, report: {report}")
+    if render and isinstance(exc, JobsFailed):
+        line = folder.kept(_render(folder.path)) or line
     print(f"statebench: {line}", file=sys.stderr)
 
 

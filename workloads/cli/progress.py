@@ -28,17 +28,13 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from workloads.run.estimate import duration
+
 LOG_EVERY_S = 10.0
 #: The longest a log stays quiet while a run goes on (the ticker's lines).
 MAX_QUIET_S = 600.0
 #: How often the background ticker looks (it prints far less often).
 TICK_S = 1.0
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
 class Progress:
@@ -89,10 +85,10 @@ class Progress:
         if eta is None:
             return "ETA unknown"
         if self.done + self._fraction:
-            return f"ETA {_duration(eta)}"
+            return f"ETA {duration(eta)}"
         if eta <= 0:  # the estimate is no longer an ETA: say what it was
-            return f"ETA unknown (past the estimate of {_duration(self.estimate_s or 0.0)})"
-        return f"ETA {_duration(eta)} (estimated)"
+            return f"ETA unknown (past the estimate of {duration(self.estimate_s or 0.0)})"
+        return f"ETA {duration(eta)} (estimated)"
 
     def within(self, records: int, of: int) -> None:
         """The running job has read ``records`` of its ``of`` input records."""
@@ -108,7 +104,7 @@ class Progress:
             self._last_line = now
             self._print(f"statebench: {self.desc} {self.done}/{self.total} {self.unit}, job "
                         f"{self.done + 1} at {self._fraction:.0%}, "
-                        f"{_duration(now - self._start)} elapsed, {self._eta_text()}")
+                        f"{duration(now - self._start)} elapsed, {self._eta_text()}")
 
     def step(self, scenario: Any, rep: int) -> None:
         """The runner's job callback: job (``scenario``, round ``rep``) finished."""
@@ -130,7 +126,7 @@ class Progress:
             self._last_line = now
             tail = "done" if self.done >= self.total else self._eta_text()
             self._print(f"statebench: {self.desc} {self.done}/{self.total} {self.unit} ({label}), "
-                        f"{_duration(now - self._start)} elapsed, {tail}")
+                        f"{duration(now - self._start)} elapsed, {tail}")
 
     def tick(self) -> None:
         """Say where the run is if nothing was said for a while (the ticker's call): a job
@@ -147,7 +143,7 @@ class Progress:
                 return
             self._last_line = now
             self._print(f"statebench: {self.desc} {self.done}/{self.total} {self.unit}, "
-                        f"{_duration(elapsed)} elapsed, {self._eta_text()}")
+                        f"{duration(elapsed)} elapsed, {self._eta_text()}")
 
     def _tick_loop(self) -> None:
         while not self._stop.wait(TICK_S):

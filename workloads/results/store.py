@@ -321,14 +321,17 @@ class RunFolder:
         self.meta = meta
         return self.path
 
-    def kept(self) -> str | None:
-        """One line for a run that stopped: what its folder kept, and where; None when
-        nothing was kept or the run is complete."""
+    def kept(self, report: Path | None = None) -> str | None:
+        """One line for a run that stopped: what its folder kept, and where (its ``report``
+        when one was rendered, else how to render it); None when nothing was kept or the run
+        is complete."""
         if self.path is None or self.meta is None:
             return None
         line = incomplete_line(self.meta)
         if line is None:
             return None
+        if report is not None:
+            return f"{line}; kept in {self.path}, report: {report}"
         return f"{line}; kept in {self.path} (statebench report {self.path} renders it)"
 
 
