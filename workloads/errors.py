@@ -16,6 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message, or its type's name when it has none: what a one-line
+    error quotes of a library's (a pyarrow, Spark or filesystem error runs over many lines)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 class InfrastructureError(RuntimeError):
     """Something outside the input is unusable; the message says what and what to check."""
 

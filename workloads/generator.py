@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 
 from workloads import limits
 from workloads.distributions import TimeContext, make_key_chooser, sample_sizes
+from workloads.errors import first_line
 from workloads.ops import (
     CARRIES_VALUE_BY_CODE,
     OP_DTYPE,
@@ -336,7 +337,7 @@ def _open_trace(spec: WorkloadSpec) -> pq.ParquetFile:
     try:
         pf = pq.ParquetFile(path)
     except (pa.ArrowException, OSError, ValueError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first_line(exc)
         raise TraceError(f"trace {path}: not a readable Parquet file: {first}") from None
     rows = pf.metadata.num_rows
     if rows == 0:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from workloads.cli.options import CliError
+from workloads.errors import first_line
 from workloads.limits import Limit
 
 #: Seconds a checkpoint filesystem URI gets to answer (create + list + write + delete).
@@ -194,7 +195,7 @@ def checkpoint_target(option: str, location: str, timeout_s: float = FILESYSTEM_
     exc = outcome.get("error")
     if exc is None:
         return
-    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    text = first_line(exc)
     if "Unrecognized filesystem type" in text or "unknown filesystem" in text.lower():
         raise CliError(f"{option} {location}: unknown URI scheme '{scheme}://'; use a local "
                      "path or a pyarrow.fs URI (file://, s3://, gs://, hdfs://)")

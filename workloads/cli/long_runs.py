@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from workloads.cli.options import CliError
+from workloads.errors import first_line
 from workloads.run.estimate import MAX_WALL_S, Estimate, duration
 
 ALLOW_LONG = "--allow-long"
@@ -55,7 +56,7 @@ def session_estimate(sides: Sequence[Sequence[str]], rounds: int, results_dir: s
             try:
                 planned[key] = estimator(argv, str(results_dir))
             except Exception as exc:  # the child's own run is the judge
-                text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                text = first_line(exc)
                 print(f"statebench: {desc}: no estimate for a run this code cannot plan "
                       f"({text})", file=sys.stderr)
                 planned[key] = None

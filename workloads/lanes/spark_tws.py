@@ -73,6 +73,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from workloads.errors import first_line
 from workloads.lanes.base import Lane, RunView
 from workloads.lanes.cost import RESULT_ROWS_PER_JOB, JobCost, JobLoad, paced_span_s, values_s
 from workloads.ops import Op, StateType
@@ -124,7 +125,7 @@ def _state_types_of(spec: WorkloadSpec) -> set[str] | str:
     try:
         column = pq.read_table(str(path), columns=["op"]).column("op")
     except Exception as exc:  # a missing file, no 'op' column, not Parquet
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first_line(exc)
         return f"spark-tws cannot read the trace {path}: {first}"
     values = pc.unique(column).to_pylist()
     found: set[str] = set()
