@@ -43,7 +43,8 @@ from backends.snapshot import (
     list_checkpoints,
 )
 from backends.snapshot.reader import restore
-from backends.strategies import BACKEND_KINDS, CleanupStrategy, parse_strategy
+from backends.storage.registry import BACKEND_KINDS, storage_backend
+from backends.strategies import CleanupStrategy, parse_strategy
 from backends.ttl_config import StateTtlConfig
 from backends.types import Types
 
@@ -58,13 +59,7 @@ def create_backend(kind: str, clock: Any = None, **options: Any) -> KeyedStateBa
     periodic_compaction_ms, statistics, state_layout; see backends/rocksdb_options.py). The heap
     backend ignores path and rocksdb_options, so one set of options can create either kind.
     """
-    if kind == "heap":
-        options.pop("path", None)
-        options.pop("rocksdb_options", None)
-        return HeapKeyedStateBackend(clock=clock, **options)
-    if kind == "rocksdb":
-        return RocksDBKeyedStateBackend(clock=clock, **options)
-    raise ValueError(f"unknown backend kind '{kind}'; expected one of {', '.join(BACKEND_KINDS)}")
+    return storage_backend(kind).open(clock=clock, **options)
 
 
 def restore_backend(
@@ -81,10 +76,7 @@ def restore_backend(
     heap backend migrates eagerly), operator_index and parallelism (redistributing operator
     state; inferred from key_group_range when unambiguous). Stats: `backend.restore_stats`.
     """
-    if kind not in BACKEND_KINDS:
-        raise ValueError(
-            f"unknown backend kind '{kind}'; expected one of {', '.join(BACKEND_KINDS)}"
-        )
+    storage_backend(kind)  # an unknown kind: one line naming the known ones, before any work
     if isinstance(snapshots, str | Path) or hasattr(snapshots, "__fspath__"):
         snapshots = [snapshots]
     restore_options = {k: options.pop(k) for k in ("descriptors", "operator_index", "parallelism")

@@ -58,7 +58,14 @@ KEY_CACHE_LIMIT = 1 << 21
 class KeyedStateBackend:
     """Base class: the public API (``backends/__init__.py``) minus the storage specifics."""
 
+    #: its name in the storage-backend registry (``backends.storage.registry``)
     kind = ""
+    #: whether its checkpoints can be its own files (RocksDB's SSTs: incremental checkpoints,
+    #: a restore that adopts them in its folder ``path``) besides canonical full snapshots
+    native_checkpoints = False
+    #: whether it stores keys and values as bytes (RocksDB), so what it holds is counted from
+    #: them; otherwise as Python objects (heap)
+    serialized_storage = False
 
     def __init__(
         self,

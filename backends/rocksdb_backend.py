@@ -48,6 +48,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
     """Keyed state in RocksDB; full snapshots in the canonical format, incremental ones as SSTs."""
 
     kind = "rocksdb"
+    native_checkpoints = True
+    serialized_storage = True
 
     def __init__(
         self,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import enum
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from backends.types import INT64_MAX
 
@@ -87,6 +87,10 @@ class CleanupStrategies:
     incremental: IncrementalCleanupStrategy | None = None
     rocksdb_compact_filter: RocksdbCompactFilterCleanupStrategy | None = None
     timers: TimerCleanupStrategy | None = None
+    #: the registered strategy (``backends.strategies``) that configured these, if one did: a
+    #: reference lane asks it for its own configuration rather than reading only the flags it
+    #: knows (not part of equality or of ``to_dict``: it names, it does not configure)
+    registered: str | None = field(default=None, compare=False)
 
     def is_cleanup_in_background(self) -> bool:
         return self.cleanup_in_background
@@ -315,6 +319,11 @@ class StateTtlConfig:
         def disable_cleanup_in_background(self) -> StateTtlConfig.Builder:
             """Drops only the *default* background strategies; explicit ones stay (as Flink)."""
             self._strategies = replace(self._strategies, cleanup_in_background=False)
+            return self
+
+        def registered_as(self, name: str) -> StateTtlConfig.Builder:
+            """Record which registered strategy (``backends.strategies``) configured this."""
+            self._strategies = replace(self._strategies, registered=name)
             return self
 
         def build(self) -> StateTtlConfig:

@@ -145,11 +145,12 @@ def _run(spec_name: str, strategies: list[str], overrides: dict | None = None,
 
 def _runnable_backends() -> tuple[str, ...]:
     """BACKENDS without Flink's lanes when they cannot run here."""
+    from workloads.lanes import runs_on_flink
     from workloads.run.compare import default_backends
 
     runnable = default_backends(warn=lambda _message: None)
-    flink = any(b.startswith("flink-") for b in runnable)  # Flink's lanes run here
-    return tuple(b for b in BACKENDS if b in runnable or (flink and b.startswith("flink-")))
+    flink = any(runs_on_flink(b) for b in runnable)  # Flink's lanes run here
+    return tuple(b for b in BACKENDS if b in runnable or (flink and runs_on_flink(b)))
 
 
 def _metric(cache: dict, key: tuple, name: str) -> float:
@@ -199,10 +200,12 @@ TRACKS = [
 def _own_lag_p99(strategy: str) -> str:
     """The p99 cleanup lag of the mechanism a strategy adds (read-time cleanup for none); the
     compaction filter's has no row (RocksDB does not say when it dropped an entry): NaN."""
+    from backends.strategies import strategy_of_label
     from workloads.results.summaries import lag_metric
 
-    base = strategy.split("(", 1)[0].strip()
-    return lag_metric("read" if base == "none" else base, "p99")
+    found = strategy_of_label(strategy)
+    return lag_metric(found.mechanism if found is not None and found.mechanism else "read",
+                      "p99")
 
 
 def _track(metric: str, scale: float | None, unit: str) -> Any:

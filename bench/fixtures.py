@@ -2,7 +2,8 @@
 
 flink-benchmarks pre-fills SETUP_KEYS, draws new keys from a disjoint NEW_KEYS pool, map keys from
 0..9 and values from a pool of random numbers, all pre-shuffled so the loop itself only indexes.
-Sizes follow performance-anchors.md (100 k pre-filled keys) so ratios compare with Flink's.
+Sizes follow the anchors (docs/performance.md, "The anchors": 100 k pre-filled keys) so ratios
+compare with Flink's.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import backends as B
+from backends.storage.registry import storage_backend
 
 SEED = 20261122
 SETUP_KEY_COUNT = 100_000
@@ -27,7 +29,7 @@ def ops_per_call(default: int) -> int:
     return int(os.environ.get(OPS_ENV, default))
 
 
-#: As performance-anchors.md: 100 k operations over the 100 k pre-filled keys.
+#: As the anchors (docs/performance.md): 100 k operations over the 100 k pre-filled keys.
 OPS_PER_CALL = ops_per_call(100_000)
 MAP_KEY_COUNT = 10
 TTL_MS = 3_600_000  # 1 hour, as the anchors: nothing expires during a benchmark
@@ -52,8 +54,9 @@ class Pools:
         new_keys = list(range(setup, setup + NEW_KEY_COUNT))
         rng.shuffle(setup_keys)
         rng.shuffle(new_keys)
-        # Existing keys are drawn with replacement over all setup keys (performance-anchors.md:
-        # "200 k operations over 100 k distinct keys"), so the working set is the whole state.
+        # Existing keys are drawn with replacement over all setup keys (docs/performance.md, "The
+        # anchors": 200 k operations over 100 k distinct keys), so the working set is the whole
+        # state.
         op_keys = rng.choices(setup_keys, k=ops)
         values = [rng.randrange(1_000_000) for _ in range(ops)]
         map_keys = [rng.randrange(MAP_KEY_COUNT) for _ in range(ops)]
@@ -121,7 +124,7 @@ def make_state_fixture(kind: str, variant: str, pools: Pools,
     (the system's temporary folder unless given)."""
     clock = B.ManualClock(1_000_000)
     tmp = (tempfile.TemporaryDirectory(prefix="statebench-bench-", dir=root)
-           if kind == "rocksdb" else None)
+           if storage_backend(kind).keeps_files else None)
     options = {"path": tmp.name} if tmp is not None else {}
     backend = B.create_backend(kind, clock=clock, **options)
     fx = StateFixture(kind, variant, backend, clock, tmp=tmp)
@@ -141,6 +144,5 @@ def make_state_fixture(kind: str, variant: str, pools: Pools,
         lst.add(key)
         mp.put_all(entries)
         red.add(key)
-    if kind == "rocksdb":
-        backend.flush()
+    backend.flush()  # RocksDB's memtables to SST files (a no-op on heap)
     return fx

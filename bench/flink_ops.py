@@ -26,10 +26,10 @@ asv (``bench/bench_flink.py``: its own smaller quick protocol, the full one on r
   iteration each per round in a rotated order, so they make a pair as a worker's modes do
   (separate processes minutes apart moved the same ratios by up to 2x: docs/measurements.md,
   "Per-op protocol").
-* Both sides run the same ops over the same 100 k keys (performance-anchors.md); on RocksDB every
-  op starts on a flushed, compacted DB (reads from SST files, as after a compaction in
-  performance-anchors.md; no background compaction left running into the measured values, whose
-  CPU time they would otherwise carry by chance).
+* Both sides run the same ops over the same 100 k keys (docs/performance.md, "The anchors"); on
+  RocksDB every op starts on a flushed, compacted DB (reads from SST files, as after a compaction
+  in the anchors; no background compaction left running into the measured values, whose CPU
+  time they would otherwise carry by chance).
 
 * **The machine gate** (bench/machine_gate.py): a short probe before every measured round and
   after each of its values; a round the probe found the machine slow in is taken again (at most
@@ -65,6 +65,7 @@ from pathlib import Path
 from typing import Any
 
 import backends as B
+from backends.storage.registry import storage_backend
 from bench.fixtures import ttl_config_for
 from bench.machine_gate import MachineGate
 
@@ -401,7 +402,7 @@ class _Backend:
     TTL mode, as the JVM's fork holds them, filled once."""
 
     def __init__(self, kind: str, state_kind: str, keys: list[int], tmp: Path) -> None:
-        options = {"path": tmp / f"sb-{kind}"} if kind == "rocksdb" else {}
+        options = storage_backend(kind).options(tmp / f"sb-{kind}", None)
         self.backend = B.create_backend(kind, clock=B.ManualClock(NOW), **options)
         getter = {"value": self.backend.get_state, "list": self.backend.get_list_state,
                   "map": self.backend.get_map_state}[state_kind]

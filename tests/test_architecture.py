@@ -452,3 +452,124 @@ def test_missing_reference_check_can_fail(tmp_path: Path) -> None:
     (tmp_path / "docs" / "ttl.md").write_text("")
     texts = {"a.py": "see docs/ttl.md and docs/gone.md, or /work/notes/x.md"}
     assert missing_references(tmp_path, texts) == ["a.py: docs/gone.md", "a.py: /work/notes/x.md"]
+
+
+# --------------------------------------------------------------------------- names by registry
+#: Each axis of a comparison, the names it knows and the modules that may compare against them
+#: (its registry and the facts it is built from). Anywhere else a name comparison (``==``,
+#: ``!=``, ``in (...)``, ``startswith``) decides by a name string, and a strategy, backend or
+#: engine added to the registry is missed there without a word: the place asks the registry.
+NAME_AXES: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
+    "strategy": (frozenset({"none", "full_snapshot", "incremental", "compaction_filter",
+                            "timer", "spark_watermark", "spark_no_ttl", "spark_ttl",
+                            "spark_timer", "spark_"}),
+                 ("backends/strategies.py",)),
+    "backend": (frozenset({"heap", "rocksdb", "forst", "forst-async", "hashmap"}),
+                ("backends/storage/registry.py", "backends/flink/lanes.py")),
+    "lane": (frozenset({"flink-heap", "flink-rocksdb", "flink-forst", "flink-forst-async",
+                        "flink-sql", "flink-sql-heap", "spark-tws", "spark-tws-nochangelog",
+                        "spark-sql", "flink-", "spark-"}),
+             ("workloads/lanes/", "backends/flink/lanes.py")),
+    "engine": (frozenset({"statebench", "flink", "flink-sql", "spark"}), ("workloads/lanes/",)),
+}
+#: Comparisons that stay, each with why (file, the comparison as ``ast.unparse`` writes it).
+NAME_COMPARISONS_ALLOWED: dict[tuple[str, str], str] = {}
+
+
+def _string_constants(node: ast.AST) -> list[str]:
+    """The string constants of an operand: a constant, or a tuple, list or set of them."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return [e.value for e in node.elts
+                if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in ("frozenset", "set", "tuple") and node.args):
+        return _string_constants(node.args[0])
+    return []
+
+
+def _compared_names(node: ast.AST) -> list[str]:
+    """The string constants one comparison or ``startswith``/``endswith`` call compares with,
+    except a checkpoint mode's (``mode == "incremental"``: a mode is named like a strategy)."""
+    if isinstance(node, ast.Compare):
+        operands = [node.left, *node.comparators]
+        if not any(isinstance(op, ast.Eq | ast.NotEq | ast.In | ast.NotIn) for op in node.ops):
+            return []
+        if any("mode" in ast.unparse(o) for o in operands if not _string_constants(o)):
+            return []
+        return [v for o in operands for v in _string_constants(o)]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("startswith", "endswith") and node.args):
+        return _string_constants(node.args[0])
+    return []
+
+
+def name_comparisons(relative: str, source: str,
+                     allowed: dict[tuple[str, str], str] = NAME_COMPARISONS_ALLOWED
+                     ) -> list[str]:
+    """`file:line axis: comparison` for each comparison against a strategy, backend, lane or
+    engine name outside that axis' registry modules (and not in ``allowed``)."""
+    tree = ast.parse(source, relative)
+    out = []
+    for node in ast.walk(tree):
+        names = _compared_names(node)
+        if not names:
+            continue
+        text = ast.unparse(node)
+        for axis, (known, homes) in NAME_AXES.items():
+            if relative.startswith(homes) or (relative, text) in allowed:
+                continue
+            if any(name in known for name in names):
+                out.append(f"{relative}:{node.lineno} {axis}: {text}")
+    return sorted(set(out), key=lambda problem: (int(problem.split(":")[1].split()[0]), problem))
+
+
+def test_no_module_decides_by_a_strategy_backend_or_engine_name() -> None:
+    """A cleanup strategy, a storage backend and a lane's engine are each asked of their
+    registry (``backends.strategies``, ``backends.storage.registry``, ``workloads.lanes``);
+    a name string compared anywhere else is a place a new one is silently missed."""
+    problems = []
+    seen = 0
+    for package in ("backends", "workloads", "bench"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative.startswith("bench/pytest/"):  # tests of the benchmarks, as tests/
+                continue
+            seen += 1
+            problems += name_comparisons(relative, path.read_text())
+    assert seen > 100  # the walk found the packages
+    stale = [f"{file}: {text}" for file, text in NAME_COMPARISONS_ALLOWED
+             if not (ROOT / file).exists() or not name_comparisons(file, (ROOT / file).read_text(),
+                                                                   allowed={})
+             or all(text not in p for p in name_comparisons(file, (ROOT / file).read_text(),
+                                                            allowed={}))]
+    assert not stale, "allowed name comparisons that are gone (drop them): " + ", ".join(stale)
+    assert not problems, "decided by a name, not asked of its registry: " + ", ".join(problems)
+
+
+def test_name_comparison_check_can_fail() -> None:
+    source = ("def f(cfg, backend, b, s, mode):\n"
+              "    if cfg.strategy.startswith('compaction_filter'):\n"
+              "        return backend == 'rocksdb'\n"
+              "    if b.startswith('flink-') or engine_of(b) in ('spark', 'flink-sql'):\n"
+              "        return s != 'none'\n"
+              "    return mode == 'incremental' or kind == 'heap'\n")
+    assert name_comparisons("workloads/report/x.py", source) == [
+        "workloads/report/x.py:2 strategy: cfg.strategy.startswith('compaction_filter')",
+        "workloads/report/x.py:3 backend: backend == 'rocksdb'",
+        "workloads/report/x.py:4 engine: engine_of(b) in ('spark', 'flink-sql')",
+        "workloads/report/x.py:4 lane: b.startswith('flink-')",
+        "workloads/report/x.py:4 lane: engine_of(b) in ('spark', 'flink-sql')",
+        "workloads/report/x.py:5 strategy: s != 'none'",
+        "workloads/report/x.py:6 backend: kind == 'heap'"]
+    # each axis' registry may name its own, and only its own
+    assert name_comparisons("backends/strategies.py", source) == [
+        "backends/strategies.py:3 backend: backend == 'rocksdb'",
+        "backends/strategies.py:4 engine: engine_of(b) in ('spark', 'flink-sql')",
+        "backends/strategies.py:4 lane: b.startswith('flink-')",
+        "backends/strategies.py:4 lane: engine_of(b) in ('spark', 'flink-sql')",
+        "backends/strategies.py:6 backend: kind == 'heap'"]
+    assert name_comparisons("workloads/lanes/x.py", "def f(b):\n    return b == 'spark'\n") == []
+    assert name_comparisons("workloads/x.py", "def f(b):\n    return b == 'heap'\n",
+                            allowed={("workloads/x.py", "b == 'heap'"): "why"}) == []

@@ -165,13 +165,13 @@ def flink_lane_problem(lane: str, strategy: str) -> str | None:
     """None when a Flink lane can carry ``strategy``'s arguments, else one line naming the
     argument and its bound (``strategy`` is its canonical text, e.g. ``incremental(5, false)``).
     """
-    from backends.strategies import parse_strategy
+    from backends.strategies import COMPACTION_FILTER, INCREMENTAL, parse_strategy
 
     parsed = parse_strategy(strategy)
     checks: list[tuple[str, Limit, Any]] = []
-    if parsed.name == "incremental" and parsed.args:
+    if parsed.kind is INCREMENTAL and parsed.args:
         checks.append(("cleanup_size", FLINK_INCREMENTAL_CLEANUP_SIZE, parsed.args[0]))
-    elif parsed.name == "compaction_filter" and parsed.args:
+    elif parsed.kind is COMPACTION_FILTER and parsed.args:
         checks.append(("query_time_after_num_entries", FLINK_QUERY_TIME_AFTER_NUM_ENTRIES,
                        parsed.args[0]))
         if len(parsed.args) > 1:

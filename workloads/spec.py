@@ -114,6 +114,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from backends.strategies import BASELINE
 from backends.types import INT64_MAX
 from workloads import limits
 from workloads.limits import Limit
@@ -325,7 +326,7 @@ class StateSpec:
     update_type: str = "OnCreateAndWrite"
     visibility: str = "NeverReturnExpired"
     time_characteristic: str = "ProcessingTime"
-    strategies: tuple[str, ...] = ("none",)
+    strategies: tuple[str, ...] = (BASELINE,)
     map_keys: int = 10
     time_speedup: float | None = None  # ProcessingTime's paced clock; None: the run's option
 
@@ -1114,7 +1115,7 @@ def _parse_state(t: _Table | None, map_keys_unused: str | None = None) -> StateS
         map_keys=t.get_int("map_keys", default=10, limit=limits.MAP_KEYS),
         time_speedup=t.get_float("time_speedup", default=None, limit=limits.TIME_SPEEDUP),
     )
-    if ttl is None and state.strategies != ("none",):
+    if ttl is None and state.strategies != (BASELINE,):
         raise t.error("strategies", "cleanup strategies need state.ttl_ms (TTL is disabled)")
     t.finish()
     return state

@@ -21,36 +21,41 @@ import os
 import re
 
 from backends.flink.build import ensure_worker_built
+from backends.flink.register import forst_configuration, rocksdb_configuration
+
+# Flink's reasons a strategy does not run on one of its backends: each strategy's own facts
+# (``backends.strategies``: its FlinkCleanup), re-exported here where the lanes' facts are
+from backends.strategies import (  # noqa: F401
+    COMPACTION_ON_HEAP_REASON,
+    FULL_SNAPSHOT_ON_FORST_REASON,
+    INCREMENTAL_ON_FORST_REASON,
+    INCREMENTAL_ON_ROCKSDB_REASON,
+    V2_TTL_REASON,
+)
 
 #: Lane backend name -> Flink backend kind of its worker.
 LANE_KINDS: dict[str, str] = {"flink-heap": "heap", "flink-rocksdb": "rocksdb",
                               "flink-forst": "forst", "flink-forst-async": "forst-async"}
-
-COMPACTION_ON_HEAP_REASON = (
-    "Flink's compaction filter (cleanupInRocksdbCompactFilter) runs inside RocksDB compactions; "
-    "Flink's heap backend has none and ignores it"
-)
-INCREMENTAL_ON_ROCKSDB_REASON = (
-    "Flink's incremental cleanup (cleanupIncrementally) walks the heap backend's in-memory state "
-    "tables; Flink's RocksDB backend has none and silently skips it"
-)
-
-INCREMENTAL_ON_FORST_REASON = (
-    "Flink's incremental cleanup (cleanupIncrementally) walks the heap backend's in-memory state "
-    "tables; ForSt, like RocksDB, has none and silently skips it (ForSt cleans TTL state only in "
-    "compactions, FLINK-35268)"
-)
-V2_TTL_REASON = (
-    "State V2 TTL supports only the compaction filter (FLINK-35268): ForSt's asynchronous "
-    "backend has no incremental or full-snapshot cleanup, so the setting is not applied"
-)
-FULL_SNAPSHOT_ON_FORST_REASON = (
-    "Flink's full-snapshot cleanup (cleanupFullSnapshot) filters expired entries while a full "
-    "snapshot is written key by key; ForSt's checkpoints are native copies of its files and it "
-    "refuses canonical savepoints ('Canonical savepoints are not supported by ForSt State "
-    "Backend'), so the setting never runs"
-)
-
+#: The Flink backend kinds the real (MiniCluster) job runs (``backends.flink.real_job``).
+REAL_JOB_KINDS = frozenset({"heap", "rocksdb"})
+#: The Flink backend kinds that keep state in memory (a JVM's warm-up applies all its events).
+IN_MEMORY_KINDS = frozenset({"heap"})
+#: The Flink backend kinds that are ForSt (a primary folder of their own, URI-named).
+FORST_KINDS = frozenset({"forst", "forst-async"})
+#: The Flink backend kinds driven through the State V2 API (no OnReadAndWrite TTL).
+STATE_V2_KINDS = frozenset({"forst-async"})
+#: The Flink backend kinds that read a spec's [rocksdb] table (RocksDB, and ForSt on it).
+ROCKSDB_TABLE_KINDS = frozenset({"rocksdb", "forst", "forst-async"})
+#: The Flink backend kinds whose files, and checkpoints in full mode too, follow RocksDB's SST
+#: layout, which background flushes and compactions move: their full snapshots differ between
+#: same-seed runs, where statebench's canonical full snapshots are identical (the report's
+#: classes; ForSt's asynchronous backend has not been classed so and stays as it was).
+FILE_LAYOUT_KINDS = frozenset({"rocksdb", "forst"})
+#: Flink backend kind -> (run.json's key, the Flink configuration a spec's [rocksdb] table
+#: becomes on it); ForSt's two lanes share one.
+FLINK_CONFIGURATIONS = {"rocksdb": ("flink_rocksdb", rocksdb_configuration),
+                        "forst": ("flink_forst", forst_configuration),
+                        "forst-async": ("flink_forst", forst_configuration)}
 
 V2_READ_AND_WRITE_REASON = (
     "State V2 refuses TTL with update type OnReadAndWrite ('OnReadAndWrite update type is not "
@@ -102,7 +107,7 @@ def settings_problem(lanes: tuple[str, ...],
     first flink-forst task read it)."""
     kinds = {LANE_KINDS[lane] for lane in lanes if lane in LANE_KINDS}
     checks = [warmup_events_setting] if kinds else []
-    forst = sorted(lane for lane in lanes if LANE_KINDS.get(lane) in ("forst", "forst-async"))
+    forst = sorted(lane for lane in lanes if LANE_KINDS.get(lane) in FORST_KINDS)
     if forst:
         checks.append(forst_primary)
     for check in checks:

@@ -30,6 +30,7 @@ from backends import tempdirs
 from backends.flink.build import ensure_worker_built
 from backends.flink.events import STATE_BITS, VALUE_TYPES
 from backends.flink.jvm_job import run_job_jvm
+from backends.flink.lanes import REAL_JOB_KINDS
 from backends.flink.worker import JVM_OPTIONS, TASK_JVM_OPTIONS
 
 MAIN = "statebench.flink.RealJob"
@@ -103,7 +104,7 @@ class RealJobConfig:
 
     def arguments(self) -> list[str]:
         """The Java program's command line (after the main class)."""
-        if self.kind not in ("heap", "rocksdb"):
+        if self.kind not in REAL_JOB_KINDS:
             raise ValueError(f"backend kind {self.kind!r}: the real job runs heap or rocksdb")
         if self.value_type not in VALUE_TYPES:
             raise ValueError(f"value type {self.value_type!r}: the real job supports "

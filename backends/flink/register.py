@@ -3,7 +3,9 @@
 The mapping is Flink's StateTtlConfig builder call for call: update type, visibility,
 disableCleanupInBackground(), cleanupFullSnapshot(), cleanupIncrementally(size, per_record),
 cleanupInRocksdbCompactFilter(n). Settings Flink does not have raise NotApplicableError with
-Flink's reason, so a comparison never silently runs a different strategy.
+Flink's reason, so a comparison never silently runs a different strategy: a config made by a
+registered strategy (``backends.strategies``) without a Flink configuration is refused, not
+encoded by the flags it happens to set (it would run as ``none``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from backends.descriptors import StateDescriptor
 from backends.flink import wire
 from backends.flink.errors import NotApplicableError
+from backends.strategies import STRATEGIES, TIMER_REASON
 from backends.ttl_config import DEFAULT_PERIODIC_COMPACTION_MS, StateTtlConfig
 
 KINDS = {"value": 1, "list": 2, "map": 3, "reducing": 4, "aggregating": 5}
@@ -24,11 +27,6 @@ AGGREGATE_FUNCTIONS = {"sum": 1, "count": 2}
 TYPE_CODES = {"LONG": wire.T_LONG, "INT": wire.T_LONG, "STRING": wire.T_STRING,
               "DOUBLE": wire.T_DOUBLE, "FLOAT": wire.T_DOUBLE, "BOOLEAN": wire.T_BOOL}
 
-TIMER_REASON = (
-    "Flink has no timer-based TTL cleanup: it was considered for FLIP-25 and never built "
-    "(Flink cleans up on read, incrementally on heap, in full snapshots and in RocksDB "
-    "compactions), so the 'timer' strategy has no Flink lane"
-)
 EVENT_TIME_REASON = (
     "Flink's TTL is processing time only (TtlTimeCharacteristic.ProcessingTime is its single "
     "value), so event-time TTL has no Flink lane"
@@ -158,6 +156,12 @@ def ttl_fields(cfg: StateTtlConfig | None, query_time_after_num_entries: int,
     cs = cfg.get_cleanup_strategies()
     if cs.get_timer_cleanup_strategy() is not None:
         raise NotApplicableError(TIMER_REASON)
+    if cs.registered is not None:  # a registered strategy: its own Flink configuration
+        registered = STRATEGIES.get(cs.registered)
+        if registered is None:
+            raise NotApplicableError(f"cleanup strategy '{cs.registered}' is not registered")
+        if registered.flink_refused is not None:
+            raise NotApplicableError(registered.flink_refused)
     update = 2 if cfg.get_update_type() is StateTtlConfig.UpdateType.OnReadAndWrite else 1
     visibility = (2 if cfg.get_state_visibility()
                   is StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp else 1)

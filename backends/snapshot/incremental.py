@@ -257,7 +257,7 @@ def restore_incremental(backend: Any, snaps: list[OpenSnapshot], counter: ReadCo
     mine = backend.key_group_range
     plans = [(_plan_downloads(snap), snap) for snap in snaps]
     layouts = [_layout(snap, {d.label for d in plan} | {MAIN_DB}) for plan, snap in plans]
-    base = Path(backend.path) if backend.kind == "rocksdb" else None
+    base = Path(backend.path) if backend.native_checkpoints else None
     staged: list[Path] = []
     try:
         for plan, _ in plans:  # phase 1: download and verify everything
@@ -270,7 +270,7 @@ def restore_incremental(backend: Any, snaps: list[OpenSnapshot], counter: ReadCo
             for entry in snap.body["states"]:
                 stats.bytes_per_state[entry["name"]] = (
                     stats.bytes_per_state.get(entry["name"], 0) + int(entry.get("bytes", 0)))
-        if (backend.kind == "rocksdb" and len(snaps) == 1
+        if (backend.native_checkpoints and len(snaps) == 1
                 and not backend.registered_state_names()
                 and wanted_key_groups(snaps[0], mine) is None):
             backend.adopt_checkpoint(staged[0], layouts[0])

@@ -22,7 +22,7 @@ from backends.storage.rocksdb import key_prefix_length
 
 def stored_footprint(backend: Any, raw: Any) -> tuple[int, int]:
     """(keys, stored bytes) of a raw state: RocksDB keys + values; heap: keys and 0 bytes."""
-    if backend.kind != "rocksdb":
+    if not backend.serialized_storage:
         return raw.count_keys(), 0
     keys, size, last = 0, 0, None
     is_map = raw.spec.shape == "map"
@@ -43,7 +43,7 @@ def measure_migration(backend: Any, old: Any, spec: Any, migrate: Callable[[Any,
     compatibility = resolve_compatibility(old.spec, spec)
     keys, bytes_read = stored_footprint(backend, old)
     restore_stats = getattr(backend, "restore_stats", None)
-    if backend.kind != "rocksdb" and restore_stats is not None:
+    if not backend.serialized_storage and restore_stats is not None:
         bytes_read = restore_stats.bytes_per_state.get(spec.name, 0)
     start = time.perf_counter()
     new = migrate(old, spec)

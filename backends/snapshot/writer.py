@@ -91,7 +91,7 @@ def take_snapshot_async(
     if mode not in MODES:
         raise ValueError(f"unknown snapshot mode {mode!r}; expected one of {', '.join(MODES)}")
     location = Location.parse(target)
-    incremental = mode == "incremental" and backend.kind == "rocksdb"
+    incremental = mode == "incremental" and backend.native_checkpoints
     if not incremental:
         retained = options.pop("retained_checkpoints", None)
         if options:

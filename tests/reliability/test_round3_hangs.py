@@ -72,7 +72,7 @@ def test_the_in_process_engine_reports_progress_within_a_job() -> None:
     from workloads.run.plan import operator_config
 
     (scenario,), _ = plan_scenarios(cfg)
-    engine.run_job(operator_config(cfg, scenario, 0, facts))
+    engine.run_tasks(operator_config(cfg, scenario, 0, facts))
     assert len(seen) >= 6  # one call per input batch of 500 rows
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
     assert seen[-1] == (3_000, 3_000)

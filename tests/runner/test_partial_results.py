@@ -99,7 +99,7 @@ def failed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     scenario that finished."""
     results = tmp_path_factory.mktemp("failed")
     engine = InProcessEngine()
-    first = engine.run_job
+    first = engine.run_tasks
     ran: list[str] = []
 
     def planted(op_cfg: Any) -> Any:
@@ -108,7 +108,7 @@ def failed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         ran.append(op_cfg.strategy)
         return first(op_cfg)
 
-    engine.run_job = planted  # type: ignore[method-assign]
+    engine.run_tasks = planted  # type: ignore[method-assign]
     cfg = _cfg()
     folder = RunFolder(cfg.run_id, results)
     with pytest.raises(RuntimeError, match="planted failure"):

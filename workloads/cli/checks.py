@@ -153,7 +153,9 @@ def run_folder_files(run_dir: str | Path) -> None:
 def lane_checkpoint_target(option: str, location: str, backends: tuple[str, ...]) -> None:
     """Flink's lanes write their checkpoints as local files (Flink's FsCheckpointStreamFactory
     on a local folder): a URI of another filesystem used to pass here and fail mid-run."""
-    lanes = [b for b in backends if b.startswith("flink-")]
+    from workloads.lanes import runs_on_flink
+
+    lanes = [b for b in backends if runs_on_flink(b)]
     if not lanes or "://" not in location or location.startswith("file://"):
         return
     raise CliError(f"{option} {location}: the Flink lanes ({', '.join(lanes)}) write checkpoints "

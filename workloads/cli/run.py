@@ -263,6 +263,7 @@ def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:
     lost."""
     from workloads.cli import checks
     from workloads.generator import total_events
+    from workloads.lanes import FLINK_SQL, LANES
     from workloads.results.store import RunExistsError, run_dir_free
 
     refuse_overlap(args.results_dir, args.checkpoint_dir)  # before either folder is made
@@ -275,7 +276,7 @@ def preflight(args: argparse.Namespace, cfg: RunConfig) -> None:
         problem = memory_problem(cfg)
         if problem is not None:
             raise CliError(problem)
-    if any(b.startswith("flink-sql") for b in cfg.backends):  # so are a SQL job's events
+    if any(LANES[b].engine == FLINK_SQL for b in cfg.backends):  # so are a SQL job's events
         from workloads.lanes.flink_sql_job import input_memory_problem
         from workloads.run.engines.inprocess import MEMORY_SHARE, available_memory
 

@@ -8,7 +8,15 @@ lanes to :data:`LANES`.
 
 from __future__ import annotations
 
-from workloads.lanes.base import ENGINE_TITLES, ENGINES, EngineTitle, Lane, RunView
+from workloads.lanes.base import (
+    ENGINE_TITLES,
+    ENGINES,
+    FLINK_ENGINES,
+    FLINK_SQL,
+    EngineTitle,
+    Lane,
+    RunView,
+)
 from workloads.lanes.flink import FLINK_LANES
 from workloads.lanes.flink_sql import FLINK_SQL_LANES
 from workloads.lanes.spark_sql import SPARK_SQL_LANES
@@ -22,8 +30,9 @@ LANES: dict[str, Lane] = {lane.name: lane for lane in (*STATEBENCH_LANES, *FLINK
 #: Every backend a run accepts.
 RUN_BACKENDS: tuple[str, ...] = tuple(LANES)
 
-__all__ = ["ENGINES", "ENGINE_TITLES", "LANES", "RUN_BACKENDS", "EngineTitle", "Lane", "RunView",
-           "engine_of", "lane"]
+__all__ = ["ENGINES", "ENGINE_TITLES", "FLINK_ENGINES", "FLINK_SQL", "LANES", "RUN_BACKENDS",
+           "EngineTitle", "Lane", "RunView", "engine_of", "lane", "register_lane", "runs_on_flink",
+           "unregister_lane"]
 
 
 def lane(name: str) -> Lane:
@@ -37,3 +46,26 @@ def lane(name: str) -> Lane:
 def engine_of(name: str) -> str:
     """The engine of lane ``name`` (:data:`workloads.lanes.base.ENGINES`)."""
     return lane(name).engine
+
+
+def runs_on_flink(name: str) -> bool:
+    """Whether backend ``name`` is a lane run by Flink (:data:`FLINK_ENGINES`); False for a
+    name no lane has."""
+    found = LANES.get(name)
+    return found is not None and found.engine in FLINK_ENGINES
+
+
+def register_lane(found: Lane) -> Lane:
+    """Add a lane defined outside this package (a test's throwaway lane); ValueError for a
+    name taken. :data:`RUN_BACKENDS` keeps the lanes of the package (``--help``'s list)."""
+    if found.name in LANES:
+        raise ValueError(f"lane '{found.name}' is registered already")
+    LANES[found.name] = found
+    return found
+
+
+def unregister_lane(name: str) -> None:
+    """Remove a lane :func:`register_lane` added; the package's own stay."""
+    if name in RUN_BACKENDS:
+        raise ValueError(f"lane '{name}' is one of the package's")
+    LANES.pop(name, None)

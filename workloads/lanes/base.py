@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from backends.strategies import strategy
 from workloads.lanes.cost import (
     DEFAULT_RECORDS_PER_S,
     JobCost,
@@ -38,6 +39,10 @@ from workloads.spec import WorkloadSpec
 
 #: The engines lanes belong to. The report's decision table treats each engine's lanes apart.
 ENGINES = ("statebench", "flink", "flink-sql", "spark")
+STATEBENCH, FLINK, FLINK_SQL, SPARK = ENGINES
+#: The engines whose lanes run on Flink's jars in a JVM (the flink extra and a JDK 17), and
+#: write their checkpoints as local files (Flink's FsCheckpointStreamFactory on a folder).
+FLINK_ENGINES = frozenset({FLINK, FLINK_SQL})
 
 
 @dataclass(frozen=True)
@@ -48,15 +53,34 @@ class EngineTitle:
 
     title: str
     lanes: str
+    #: why every counted number of its lanes is timing-dependent ("" when nothing about the
+    #: engine makes it so): a real engine job's TTL and checkpoints run on the wall clock
+    timing: str = ""
+    #: whether its lanes count what each cleanup mechanism removed (``cleanup_removed_*``)
+    counts_removals: bool = True
+    #: why the report leaves its lanes out of the cleanup-lag table ("": it measures the lag;
+    #: None: a generic sentence)
+    lag_note: str | None = None
 
 
+_FLINK_LAG_NOTE = ("Flink's lanes are left out: Flink's backends count neither removals nor "
+                   "their lag.")
 #: Every engine of :data:`ENGINES` by name: the one place a sentence takes an engine's name
 #: from (never from a lane's name).
 ENGINE_TITLES: Mapping[str, EngineTitle] = {
-    "statebench": EngineTitle("statebench", "Python lanes"),
-    "flink": EngineTitle("Flink", "JVM keyed-state backends"),
-    "flink-sql": EngineTitle("Flink SQL", "real jobs"),
-    "spark": EngineTitle("Spark", "Structured Streaming queries"),
+    "statebench": EngineTitle("statebench", "Python lanes", lag_note=""),
+    "flink": EngineTitle("Flink", "JVM keyed-state backends", counts_removals=False,
+                         lag_note=_FLINK_LAG_NOTE),
+    "flink-sql": EngineTitle("Flink SQL", "real jobs",
+                             "a real Flink SQL job: its TTL, watermarks and checkpoints run on "
+                             "the paced wall clock", counts_removals=False,
+                             lag_note=_FLINK_LAG_NOTE),
+    "spark": EngineTitle("Spark", "Structured Streaming queries",
+                         "a real Spark streaming query: its micro-batches, state store "
+                         "maintenance and TTL run on the wall clock",
+                         lag_note="Spark's lanes are left out: Spark reports what its TTL "
+                                  "removed per micro-batch (its own rows), not each removal's "
+                                  "lag."),
 }
 
 
@@ -81,6 +105,9 @@ class RunView(Protocol):
 
     @property
     def partitions(self) -> int: ...
+
+    @property
+    def planned_rocksdb_options(self) -> dict[str, Any]: ...
 
     def cleanup_of(self, label: str) -> str: ...
 
@@ -119,6 +146,13 @@ class Lane:
     #: metric -> its class ("exact", "timing-dependent" or "timed") where this lane's class
     #: differs from the report's default for that metric
     metric_classes: Mapping[str, str] = {}
+    #: what the report may assume of this lane's numbers (``workloads.report.metrics``): its
+    #: files move with background flushes and compactions (RocksDB's), its physical sizes with
+    #: copy-on-write during asynchronous snapshots (statebench's heap), its checkpoints follow
+    #: its file layout in full mode too (Flink's RocksDB)
+    background_compactions: bool = False
+    copy_on_write_sizes: bool = False
+    layout_checkpoints: bool = False
 
     def spec_reason(self, run: RunView) -> str | None:
         """Why this lane cannot run ``run``'s spec at all (None: it can)."""
@@ -142,6 +176,16 @@ class Lane:
     def run_job(self, run: RunView, cfg: OperatorConfig, facts: DataFacts) -> pa.Table:
         """One scenario x repetition, run whole (job lanes): its rows (METRIC_SCHEMA)."""
         raise NotImplementedError(f"lane '{self.name}' is fed tasks by the run's engine")
+
+    def rocksdb_options(self, run: RunView) -> tuple[tuple[str, Any], ...]:
+        """The RocksDB options (sorted name, value pairs) a job of this lane runs with; () for
+        a lane that reads no [rocksdb] table."""
+        return ()
+
+    def engine_configuration(self, run: RunView) -> dict[str, Any]:
+        """What run.json records of this lane's engine configuration (its key -> the
+        settings), e.g. Flink's RocksDB keys; {} when nothing beyond the spec."""
+        return {}
 
     def release(self) -> None:
         """Free what this lane holds across a run's jobs (a session, a JVM); called once when
@@ -168,25 +212,13 @@ class Lane:
         return task_job_cost(load, run.parallelism, rate, self.job_start_s, paced_s)
 
 
-#: Strategies that run without a TTL: the spec's ``none``, Spark without a TTL, Spark's
-#: watermark eviction (event time; a lane may still need a TTL for a time bound and says so).
-TTL_FREE_STRATEGIES = frozenset({"none", "spark_no_ttl", "spark_watermark"})
-
-#: The engine whose own strategies a strategy name is, by its prefix (the others' are Flink's
-#: TTL cleanup strategies, which statebench's and Flink's lanes share).
-ENGINE_STRATEGY_PREFIXES = {"spark": "spark_"}
-
-
 def strategy_engine(name: str) -> str | None:
-    """The engine a strategy name belongs to alone (None: Flink's TTL cleanup, shared)."""
-    return next((engine for engine, prefix in ENGINE_STRATEGY_PREFIXES.items()
-                 if name.startswith(prefix)), None)
+    """The engine a strategy belongs to alone (None: Flink's TTL cleanup, shared): the
+    strategy registry's (``backends.strategies``)."""
+    return strategy(name).engine
 
 
 def foreign_strategy_reason(engine: str, name: str) -> str | None:
     """Why a lane of ``engine`` cannot run strategy ``name`` that is another engine's own
     (Spark's ``spark_ttl`` on a Flink lane), else None."""
-    owner = strategy_engine(name)
-    if owner is None or owner == engine:
-        return None
-    return f"'{name}' is {owner.capitalize()}'s own state expiry; it runs on {owner}'s lanes only"
+    return strategy(name).foreign_reason(engine)

@@ -16,12 +16,12 @@ TtlTimeProvider, so it runs under event time and simulated processing time too.
 from __future__ import annotations
 
 import tempfile
+from typing import Any
 
 from backends.flink import lanes as facts
 from backends.flink.operators import unsupported_reason
-from backends.flink.register import TIMER_REASON
 from backends.strategies import parse_strategy
-from workloads.lanes.base import Lane, RunView, TaskOperator, foreign_strategy_reason
+from workloads.lanes.base import FLINK, Lane, RunView, TaskOperator
 from workloads.lanes.flink_operator_task import FlinkOperatorLane
 from workloads.lanes.flink_task import FlinkLaneOperator
 from workloads.limits import flink_lane_problem
@@ -37,28 +37,17 @@ OPERATOR_LANES = ("flink-heap", "flink-rocksdb")
 
 
 def flink_cleanup_reason(lane: str, strategy: str) -> str | None:
-    """None when ``strategy`` runs on Flink lane ``lane``, else Flink's reason why not."""
+    """None when ``strategy`` runs on Flink lane ``lane``, else Flink's reason why not: the
+    strategy's own Flink configuration (``backends.strategies``); a strategy without one is
+    refused, never run as ``none``."""
     if lane not in facts.LANE_KINDS:
         raise ValueError(f"unknown Flink lane '{lane}'; expected one of "
                          f"{', '.join(facts.LANE_KINDS)}")
-    name = parse_strategy(strategy).name
-    kind = facts.LANE_KINDS[lane]
-    foreign = foreign_strategy_reason("flink", name)
+    registered = parse_strategy(strategy).kind
+    foreign = registered.foreign_reason(FLINK)
     if foreign is not None:
         return foreign
-    if name == "timer":
-        return TIMER_REASON
-    if name == "compaction_filter" and kind == "heap":
-        return facts.COMPACTION_ON_HEAP_REASON
-    if name == "incremental" and kind == "rocksdb":
-        return facts.INCREMENTAL_ON_ROCKSDB_REASON
-    if name == "incremental" and kind == "forst":
-        return facts.INCREMENTAL_ON_FORST_REASON
-    if name == "full_snapshot" and kind == "forst":
-        return facts.FULL_SNAPSHOT_ON_FORST_REASON
-    if name in ("incremental", "full_snapshot") and kind == "forst-async":
-        return facts.V2_TTL_REASON
-    return None
+    return registered.flink_reason(facts.LANE_KINDS[lane])
 
 
 def ttl_reason(lane: str, update_type: str | None) -> str | None:
@@ -67,7 +56,7 @@ def ttl_reason(lane: str, update_type: str | None) -> str | None:
     if lane not in facts.LANE_KINDS:
         raise ValueError(f"unknown Flink lane '{lane}'; expected one of "
                          f"{', '.join(facts.LANE_KINDS)}")
-    if facts.LANE_KINDS[lane] == "forst-async" and update_type == "OnReadAndWrite":
+    if update_type == "OnReadAndWrite" and facts.LANE_KINDS[lane] in facts.STATE_V2_KINDS:
         return facts.V2_READ_AND_WRITE_REASON
     return None
 
@@ -85,7 +74,7 @@ def operator_reason(lane: str, kind: str) -> str | None:
 class FlinkLane(Lane):
     """One of Flink's keyed backends, driven op by op in a kept JVM per Python worker."""
 
-    engine = "flink"
+    engine = FLINK
     runs_tasks = True
     keeps_state = True
 
@@ -94,6 +83,20 @@ class FlinkLane(Lane):
         self.summary = f"Flink's {facts.LANE_KINDS[name]} keyed backend in a JVM worker"
         self.records_per_s, self.operator_records_per_s = RECORDS_PER_S[name]
         self.job_start_s = 1.0  # a kept JVM per worker; its first job also starts it
+        self.background_compactions = facts.LANE_KINDS[name] in facts.FILE_LAYOUT_KINDS
+        self.layout_checkpoints = facts.LANE_KINDS[name] in facts.FILE_LAYOUT_KINDS
+
+    def rocksdb_options(self, run: RunView) -> tuple[tuple[str, Any], ...]:
+        if facts.LANE_KINDS[self.name] not in facts.ROCKSDB_TABLE_KINDS:
+            return ()
+        return tuple(sorted(run.spec.rocksdb.options().items()))
+
+    def engine_configuration(self, run: RunView) -> dict[str, Any]:
+        found = facts.FLINK_CONFIGURATIONS.get(facts.LANE_KINDS[self.name])
+        if found is None:
+            return {}
+        key, configuration = found
+        return {key: configuration(run.spec.rocksdb.options())}
 
     def spec_reason(self, run: RunView) -> str | None:
         op = run.spec.operator

@@ -92,6 +92,7 @@ from backends.flink import FlinkWorker, events, lanes
 from backends.flink.lanes import LANE_KINDS
 from backends.flink.register import ttl_fields
 from backends.keygroups import KeyGroupRange
+from backends.strategies import COMPACTION_FILTER
 from backends.ttl_config import DEFAULT_PERIODIC_COMPACTION_MS, DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES
 from workloads.lanes.flink_workers import TIMEOUT_S, WorkerPool
 from workloads.ops import Op
@@ -140,7 +141,7 @@ WARMUP_ENV = lanes.WARMUP_ENV
 
 def warmup_events(kind: str) -> int:
     n = lanes.warmup_events_setting()  # checked before any work too (RunConfig)
-    return n if kind == "heap" else n // 4
+    return n if kind in lanes.IN_MEMORY_KINDS else n // 4
 
 
 def _warm_up(worker: FlinkWorker, spec: events.LaneSpec, kind: str, ttl_ms: int | None,
@@ -207,7 +208,7 @@ def compaction_options(strategy: str, rocksdb_options: dict[str, Any]
     sets both per backend with its compaction filter, so they come from the scenario's
     compaction_filter arguments; the period otherwise from the spec's [rocksdb] table."""
     parsed = backends.parse_strategy(strategy)
-    if parsed.name != "compaction_filter":
+    if parsed.kind is not COMPACTION_FILTER:
         return DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES, None
     query = parsed.args[0] if parsed.args else DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES
     periodic = (parsed.args[1] if len(parsed.args) > 1

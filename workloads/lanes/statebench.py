@@ -9,44 +9,29 @@ compaction filter a RocksDB and a clock RocksDB reads (the wall clock).
 
 from __future__ import annotations
 
-from backends import BACKEND_KINDS
-from backends.strategies import CleanupStrategy, parse_strategy
-from workloads.lanes.base import Lane, RunView, TaskOperator, foreign_strategy_reason
+from typing import Any
+
+from backends.storage.registry import STORAGE_BACKENDS, storage_backend
+from backends.strategies import WALL_CLOCK, CleanupStrategy, parse_strategy
+from workloads.lanes.base import STATEBENCH, Lane, RunView, TaskOperator
 from workloads.operators import OPERATOR_CLASSES
 from workloads.operators.task import OperatorTask
 from workloads.run.config import OperatorConfig, wall_clock_driven
 from workloads.run.keyed_operator import KeyedOperator
 
-INCREMENTAL_ON_ROCKSDB_REASON = (
-    "incremental cleanup needs an in-memory entry iterator; RocksDB has none "
-    "(Flink silently skips it there)")
-COMPACTION_ON_HEAP_REASON = "the compaction filter runs inside RocksDB compactions; heap has none"
-COMPACTION_CLOCK_REASON = (
-    "RocksDB's TTL compaction reads the wall clock; it needs SystemClock or ScaledClock, not a "
-    "manual or event-time clock")
-#: Whole-job records/s per task slot (key-value specs, ``[operator]`` specs): the slowest shipped
-#: workload of each, rounded down (docs/guide.md, "The estimate's rates").
-RECORDS_PER_S = {"heap": (100_000.0, 30_000.0), "rocksdb": (50_000.0, 30_000.0)}
-
 
 def statebench_cleanup_reason(kind: str, strategy: CleanupStrategy,
-                   wall_clock: bool = True) -> str | None:
+                              wall_clock: bool = True) -> str | None:
     """Why ``strategy`` cannot run on statebench's backend ``kind`` on a clock that is
-    (``wall_clock``) or is not driven by the wall clock (None: it can)."""
-    if kind not in BACKEND_KINDS:
-        raise ValueError(
-            f"unknown backend kind '{kind}'; expected one of {', '.join(BACKEND_KINDS)}")
-    foreign = foreign_strategy_reason("statebench", strategy.name)
+    (``wall_clock``) or is not driven by the wall clock (None: it can): the strategy's needs
+    (``backends.strategies``) against what the backend offers (``backends.storage.registry``)."""
+    backend = storage_backend(kind)
+    registered = strategy.kind
+    foreign = registered.foreign_reason(STATEBENCH)
     if foreign is not None:
         return foreign
-    if strategy.name == "incremental" and kind == "rocksdb":
-        return INCREMENTAL_ON_ROCKSDB_REASON
-    if strategy.name == "compaction_filter":
-        if kind == "heap":
-            return COMPACTION_ON_HEAP_REASON
-        if not wall_clock:
-            return COMPACTION_CLOCK_REASON
-    return None
+    offered = backend.capabilities | ({WALL_CLOCK} if wall_clock else frozenset())
+    return registered.statebench_reason(offered, backend.title)
 
 
 def operator_kind_reason(kind: str) -> str | None:
@@ -60,13 +45,22 @@ def operator_kind_reason(kind: str) -> str | None:
 class StatebenchLane(Lane):
     """``heap`` or ``rocksdb``: a task lane run in Python by either engine."""
 
-    engine = "statebench"
+    engine = STATEBENCH
     runs_tasks = True
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.summary = f"statebench's {name} backend (Flink's TTL rules, in Python)"
-        self.records_per_s, self.operator_records_per_s = RECORDS_PER_S[name]
+        backend = storage_backend(name)
+        self.records_per_s = backend.records_per_s
+        self.operator_records_per_s = backend.operator_records_per_s
+        self.background_compactions = backend.background_compactions
+        self.copy_on_write_sizes = backend.copy_on_write_sizes
+
+    def rocksdb_options(self, run: RunView) -> tuple[tuple[str, Any], ...]:
+        if not storage_backend(self.name).takes_rocksdb_options:
+            return ()
+        return tuple(sorted(run.planned_rocksdb_options.items()))
 
     def spec_reason(self, run: RunView) -> str | None:
         op = run.spec.operator
@@ -86,4 +80,4 @@ class StatebenchLane(Lane):
         return OperatorTask(cfg, task, attempt, attempt_id)
 
 
-STATEBENCH_LANES: tuple[Lane, ...] = tuple(StatebenchLane(kind) for kind in BACKEND_KINDS)
+STATEBENCH_LANES: tuple[Lane, ...] = tuple(StatebenchLane(kind) for kind in STORAGE_BACKENDS)

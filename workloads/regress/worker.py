@@ -85,8 +85,10 @@ class Suite:
         if key[0] == "raw":
             from bench import state_ops
 
+            in_memory = hasattr(fx, "lists")  # the fixture's own shape: the worker imports no
+            # registry of the revision it measures, which older revisions do not have
             for k in self.pools.setup_keys:
-                if key[1] == "heap":
+                if in_memory:
                     fx.lists[k] = [(k, state_ops.TS)]
                 else:
                     fx.cfs["list"].put(fx.key_bytes[k], state_ops._VALUE.pack(state_ops.TS, k))

@@ -38,6 +38,9 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from backends import strategies
+from backends.storage.registry import STORAGE_BACKENDS
+from backends.strategies import strategy_of_label
 from workloads.report.figures import Chart, colours, slug
 from workloads.report.findings import Sentence
 from workloads.report.fmt import MISSING, TIMES, compare_phrase, connector, fmt_ratio, fmt_value
@@ -54,7 +57,7 @@ MEASURES = (
     ("records_per_s", "throughput", "records/s"),
     (STORED_ENTRIES, "peak stored entries", "entries"),
 )
-BASELINE = "none"
+BASELINE = strategies.BASELINE
 #: Relative costs further apart than this factor disagree.
 DISAGREE = 1.5
 #: The confidence of a factor's interval (factor_interval).
@@ -299,8 +302,17 @@ def comparisons(run: Run, workload: str) -> list[Comparison]:
     return rows
 
 
+def _walks_entries(backend: str) -> bool:
+    """Whether statebench's ``backend`` walks entries in memory (its incremental cleanup's
+    iterator), where Flink's walks hash-table positions."""
+    found = STORAGE_BACKENDS.get(backend)
+    return found is not None and strategies.ENTRY_ITERATOR in found.capabilities
+
+
 def _kind(backend: str) -> str:
-    return "RocksDB" if "rocksdb" in backend else backend
+    """statebench's backend as a sentence names it ("RocksDB"), from the backend registry."""
+    found = STORAGE_BACKENDS.get(backend)
+    return backend if found is None else found.title
 
 
 def _against(c: Comparison) -> str:
@@ -399,8 +411,8 @@ def _expired(run: Run, c: Comparison, s: Sentence) -> None:
     phrase = compare_phrase(ours.center, flink.center, "expired entries", "more", "fewer")
     s.t(f" On statebench it leaves {phrase}{connector(ours.center, flink.center)}Flink "
         f"({fmt_value(ours.center, 'entries')} vs {fmt_value(flink.center, 'entries')}, peak)")
-    base = c.strategy.split("(", 1)[0].strip()
-    if base == "incremental" and c.ours == "heap" and ours.center < flink.center:
+    if (strategy_of_label(c.strategy) is strategies.INCREMENTAL and _walks_entries(c.ours)
+            and ours.center < flink.center):
         s.t(f": {INCREMENTAL_HEAP_REASON}.")
     else:
         s.t(".")

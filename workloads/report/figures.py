@@ -27,6 +27,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
+from backends.strategies import BASELINE
 from workloads.report.engines import OWN, engine_of, engine_order, possessive
 from workloads.report.fmt import DASH, fmt_value
 from workloads.report.load import Run, ScenarioKey, backend_label
@@ -203,11 +204,11 @@ def colours(run: Run) -> dict[str, str]:
         ramp = sample_colorscale("Purples", [0.45 + 0.55 * i / max(1, len(labels) - 1)
                                              for i in range(len(labels))])
         result.update(zip(labels, ramp))
-    others = [s for s in run.strategies if s != "none" and s not in result]
+    others = [s for s in run.strategies if s != BASELINE and s not in result]
     for i, strategy in enumerate(others):
         result[strategy] = PALETTE[i % len(PALETTE)]
-    if "none" in run.strategies:
-        result["none"] = BASELINE_COLOUR
+    if BASELINE in run.strategies:
+        result[BASELINE] = BASELINE_COLOUR
     return result
 
 

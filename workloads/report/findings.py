@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from backends import strategies
+from backends.storage.registry import STORAGE_BACKENDS
+from workloads.lanes import LANES
 from workloads.report.checkpoint_noise import layout_noise
 from workloads.report.engines import OWN, engine_of, engine_order, possessive
 from workloads.report.fmt import DASH, compare_phrase, connector, fmt_value, si
@@ -22,10 +25,10 @@ from workloads.report.runinfo import TTL_DB, is_paced, paced_note, rocksdb_optio
 from workloads.report.stats import Stat, compaction_marks, pareto_points, stat
 from workloads.report.tables import metric_class
 
-BASELINE = "none"
+BASELINE = strategies.BASELINE
 #: A share of task time in synchronous checkpoint phases from which the findings warn.
 SYNC_SHARE_WARN = 0.10
-COMPACTION_FILTER = "compaction_filter"
+COMPACTION_FILTER = strategies.COMPACTION_FILTER.name
 
 
 @dataclass
@@ -289,7 +292,7 @@ def _compaction_filter(run: Run, backend: str, keys: list[ScenarioKey]) -> list[
     base = next((k for k in keys if k.strategy == BASELINE), None)
     for key in (k for k in keys if _base(k.strategy) == COMPACTION_FILTER):
         marks = compaction_marks(run, key)
-        if marks is None and "rocksdb" not in backend:
+        if marks is None and not _compacts(backend):
             continue  # a heap stand-in without RocksDB compactions: nothing to explain
         removed_stat = stat(run, key, "cleanup_removed_compaction_filter")
         if removed_stat is None and marks is None:
@@ -429,6 +432,19 @@ def _clock(run: Run, workload: str) -> list[Sentence]:
     return [Sentence(severity="clock").t(paced_note(run, workload))]
 
 
+def _compacts(backend: str) -> bool:
+    """Whether ``backend``'s lane keeps RocksDB files that background compactions rewrite."""
+    found = LANES.get(backend)
+    return found is not None and found.background_compactions
+
+
+def _layout_is_its_own(backend: str) -> bool:
+    """Whether ``backend`` is one of statebench's backends that reads the [rocksdb] table, whose
+    ``state_layout`` option the planner sets (``workloads.run.plan.rocksdb_options``)."""
+    found = STORAGE_BACKENDS.get(backend)
+    return found is not None and found.takes_rocksdb_options
+
+
 def _like_for_like(run: Run, workload: str) -> list[Sentence]:
     """Whether RocksDB's compaction filter and its baseline differ only in cleanup."""
     layout = rocksdb_options(run, workload).get("state_layout")
@@ -436,7 +452,7 @@ def _like_for_like(run: Run, workload: str) -> list[Sentence]:
         # Flink's RocksDB backend, whose compaction filter needs no layout of its own)
         k for k in run.scenarios(workload)
         if _base(k.strategy) == COMPACTION_FILTER and k not in run.not_applicable
-        and k.backend == "rocksdb"
+        and _layout_is_its_own(k.backend)
     ]
     if not ran or not isinstance(layout, str):
         return []

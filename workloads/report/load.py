@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from backends.strategies import BUILTIN
 from workloads.report.engines import backend_label, is_reference
 from workloads.report.metrics import spec_for
 from workloads.results.completion import NOT_RUN, incomplete
@@ -35,7 +36,7 @@ __all__ = ["Run", "RunFolderError", "Samples", "ScenarioKey", "backend_label", "
            "is_reference", "load_run", "ordered", "read_meta", "with_references"]
 
 #: Preferred display orders; anything else found in a run is appended alphabetically.
-STRATEGY_ORDER = ("none", "full_snapshot", "incremental", "compaction_filter", "timer")
+STRATEGY_ORDER = tuple(s.name for s in BUILTIN if s.engine is None)  # the shared ones
 BACKEND_ORDER = ("heap", "flink-heap", "rocksdb", "flink-rocksdb")
 #: A Flink lane named after the statebench backend it mirrors (``flink-heap`` beside ``heap``):
 #: only the order of a table's rows follows the name; the engine is the lane registry's

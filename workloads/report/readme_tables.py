@@ -409,7 +409,8 @@ def sessions_paced_table(results: Path) -> str:
     """sessions-paced's compaction-filter findings: records/s as the median (min-max) of all
     repetitions; the other numbers (repetition 0 of each run: wall-clock driven, so
     timing-dependent) as the median over the kept runs with their range."""
-    from workloads.report.engines import engine_of
+    from backends.strategies import BASELINE
+    from workloads.report.engines import engine_of, engine_title
     from workloads.report.load import ScenarioKey
     from workloads.report.stats import stat
 
@@ -430,8 +431,9 @@ def sessions_paced_table(results: Path) -> str:
                 if rates else "-")
         flushes, compactions = centers("rocksdb_flushes"), centers("rocksdb_compactions")
         removed = centers("cleanup_removed_compaction_filter")
-        if engine_of(backend) == "flink":  # the lane registry's engine
-            filt = "(Flink keeps no count)" if strategy != "none" else "-"
+        engine = engine_title(engine_of(backend))  # the lane registry's engine
+        if not engine.counts_removals:
+            filt = f"({engine.title} keeps no count)" if strategy != BASELINE else "-"
         else:
             filt = _over_runs(removed, _si) if removed else "0"
         rows.append((backend, strategy, rate,

@@ -10,7 +10,9 @@ import json
 from html import escape
 from typing import Any
 
-from workloads.report.engines import OWN, UNREGISTERED, engine_of, possessive
+from backends.strategies import strategy_of_label
+from workloads.lanes import ENGINES
+from workloads.report.engines import OWN, UNREGISTERED, engine_of, engine_title, possessive
 from workloads.report.fmt import DASH, MISSING, fmt_range, fmt_value, iec_bytes
 from workloads.report.load import Run, ScenarioKey, backend_label, is_reference
 from workloads.report.metrics import (
@@ -175,23 +177,26 @@ def cleanup_lag_table(run: Run, workload: str, title: str) -> str:
     )
 
 
+def _in_compactions(label: str) -> bool:
+    """Whether scenario ``label``'s strategy cleans inside compactions (no lag measurable)."""
+    found = strategy_of_label(label)
+    return found is not None and found.cleans_in_compactions
+
+
 def _unmeasured_lag_note(keys: list[ScenarioKey]) -> str:
     """Why some lag cells stay empty, for the scenarios of this table that have such cells."""
     reasons = []
-    if any(k.strategy.startswith("compaction_filter") and not is_reference(k.backend)
-           for k in keys):
+    if any(_in_compactions(k.strategy) and not is_reference(k.backend) for k in keys):
         reasons.append("The compaction filter's lag is not measurable: RocksDB drops expired "
                        "entries inside its compactions and reports only how many.")
-    engines = {engine_of(k.backend) for k in keys}
-    if engines & {"flink", "flink-sql"}:
-        reasons.append("Flink's lanes are left out: Flink's backends count neither removals "
-                       "nor their lag.")
-    if "spark" in engines:
-        reasons.append("Spark's lanes are left out: Spark reports what its TTL removed per "
-                       "micro-batch (its own rows), not each removal's lag.")
-    for engine in sorted(engines - {OWN, UNREGISTERED, "flink", "flink-sql", "spark"}):
-        reasons.append(f"{possessive(engine)} lanes are left out: they report no removal's "
-                       "lag.")
+    engines = {engine_of(k.backend) for k in keys} - {OWN, UNREGISTERED}
+    known = [e for e in ENGINES if e in engines]  # the registry's order, then the others
+    for engine in [*known, *sorted(engines - set(known))]:
+        note = engine_title(engine).lag_note
+        if note is None:
+            note = f"{possessive(engine)} lanes are left out: they report no removal's lag."
+        if note and note not in reasons:
+            reasons.append(note)
     if not reasons:
         return ""
     return f'<p class="lag-note">{escape(" ".join(reasons))}</p>'

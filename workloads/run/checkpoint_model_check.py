@@ -35,6 +35,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from backends.flink.lanes import ROCKSDB_TABLE_KINDS
 from backends.flink.real_job import EventFile, RealJobConfig, run_real_job
 from backends.flink.register import rocksdb_configuration, ttl_fields
 from workloads.lanes.flink_task import compaction_options
@@ -147,8 +148,8 @@ class _LanesEngine(InProcessEngine):
     part of records/s, and restoring the heap lane's checkpoint of a state that only grows
     (none) takes longer than the job itself."""
 
-    def run_job(self, op_cfg: OperatorConfig) -> pa.Table:
-        return super().run_job(replace(op_cfg, restore_at_end=False))
+    def run_tasks(self, op_cfg: OperatorConfig) -> pa.Table:
+        return super().run_tasks(replace(op_cfg, restore_at_end=False))
 
 
 def write_events(cfg: RunConfig, path: Path) -> DataFacts:
@@ -180,11 +181,11 @@ def real_job_config(cfg: RunConfig, facts: DataFacts, lane: str, strategy: str,
         state_types=op.state_types, ttl_fields=ttl_fields(ttl, query, periodic),
         start_ms=op.start_ms, warmup_records=warmups,
         checkpoint_interval_ms=interval_ms or op.checkpoint_interval_ms,
-        incremental=kind == "rocksdb" and op.checkpoint_mode == "incremental",
+        incremental=kind in ROCKSDB_TABLE_KINDS and op.checkpoint_mode == "incremental",
         parallelism=op.parallelism, max_parallelism=op.max_parallelism,
         periodic_compaction_ms=periodic,
         rocksdb_conf=(rocksdb_configuration(dict(op.rocksdb_options))
-                      if kind == "rocksdb" else {}))
+                      if kind in ROCKSDB_TABLE_KINDS else {}))
 
 
 def _lane_rates(rows: pa.Table) -> tuple[dict[str, dict[str, list[float]]],

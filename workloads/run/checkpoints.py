@@ -53,6 +53,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
+from backends.storage.registry import storage_backend
 from workloads.run import run_tempdirs
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -290,8 +291,8 @@ def timed_restore(
 
     # owner-tagged: swept if killed
     folder = run_tempdirs.make("statebench-restore-", dir=local_dir)
-    if kind == "rocksdb":
-        options["path"] = folder
+    storage = storage_backend(kind)
+    options.update(storage.options(folder, None))
     try:
         start = time.perf_counter()
         restored = backends.restore_backend(kind, [handle], clock=clock, **options)
@@ -300,7 +301,7 @@ def timed_restore(
             return (time.perf_counter() - start) * 1e3
         finally:
             restored.close()
-            if kind == "rocksdb":  # free its handles before their folder goes (KeyedOperator.close)
+            if storage.holds_native_handles:  # freed before their folder goes (KeyedOperator)
                 del restored
                 gc.collect()
     finally:

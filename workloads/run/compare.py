@@ -69,12 +69,13 @@ def default_backends(warn: Any = print) -> tuple[str, ...]:
     JDK still gets a comparison, and is told what it lacks)."""
     from backends.flink.errors import FlinkUnavailableError
     from backends.flink.lanes import check_available
+    from workloads.lanes import runs_on_flink
 
     try:
         check_available()
     except FlinkUnavailableError as exc:
         warn(f"statebench: Flink's reference lanes are left out: {exc}")
-        return tuple(b for b in DEFAULT_BACKENDS if not b.startswith("flink-"))
+        return tuple(b for b in DEFAULT_BACKENDS if not runs_on_flink(b))
     return DEFAULT_BACKENDS
 
 

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass
 
 from backends.keygroups import DEFAULT_MAX_PARALLELISM
+from backends.strategies import strategy_of_label
 from workloads.limits import DEFAULT_CHECKPOINTS_IN_FLIGHT
 from workloads.ops import StateType
 from workloads.run.metrics import ScenarioId
@@ -19,10 +20,12 @@ DEFAULT_SAMPLES = 10
 
 
 def wall_clock_driven(time_characteristic: str, strategy: str) -> bool:
-    """Whether a scenario's TTL clock is the (scaled) wall clock: RocksDB's TTL compaction filter
-    reads the wall clock, so ProcessingTime with ``compaction_filter`` cannot run on a logical
-    clock (see ``workloads.run.keyed_operator``)."""
-    return time_characteristic == "ProcessingTime" and strategy.startswith("compaction_filter")
+    """Whether a scenario's TTL clock is the (scaled) wall clock: a strategy whose cleanup reads
+    the wall clock (RocksDB's TTL compaction filter: ``Strategy.reads_wall_clock``) cannot run
+    a ProcessingTime scenario on a logical clock (see ``workloads.run.keyed_operator``).
+    ``strategy`` is a scenario's label (a sweep's too)."""
+    found = strategy_of_label(strategy)
+    return paced(time_characteristic) and found is not None and found.reads_wall_clock
 
 
 def paced(time_characteristic: str) -> bool:

@@ -65,8 +65,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-import backends
 from backends.keygroups import KeyGroupRange
+from backends.storage.registry import storage_backend
 from workloads.ops import Op
 from workloads.payloads import PayloadColumn
 from workloads.run import checkpoints as ck
@@ -240,10 +240,9 @@ class KeyedOperator:
                 self.task, cfg.parallelism, cfg.max_parallelism
             ),
         }
-        if cfg.backend == "rocksdb":
-            options["path"] = self._local
-            options["rocksdb_options"] = dict(cfg.rocksdb_options)
-        return backends.create_backend(cfg.backend, clock=self.clock, **options)
+        kind = storage_backend(cfg.backend)
+        options.update(kind.options(self._local, cfg.rocksdb_options))
+        return kind.open(clock=self.clock, **options)
 
     def _checkpoint_target(self) -> str | None:
         return ck.task_attempt_dir(self.cfg, self.task, self.attempt_id)
@@ -404,7 +403,7 @@ class KeyedOperator:
         add(task, step, t, "expired_present_entries", s.expired, "entries")
         add(task, step, t, "logical_bytes", s.logical_bytes, "bytes")
         add(task, step, t, "expired_present_bytes", s.expired_bytes, "bytes")
-        if self.backend.kind == "rocksdb":
+        if storage_backend(self.backend.kind).rocksdb_statistics:
             stats = self.backend.rocksdb_stats()
             for metric, key, unit in ROCKSDB_SERIES:
                 value = stats.get(key)
@@ -452,8 +451,7 @@ class KeyedOperator:
                 max_parallelism=cfg.max_parallelism,
                 key_group_range=KeyGroupRange.of_operator(task, cfg.parallelism,
                                                           cfg.max_parallelism),
-                **({"rocksdb_options": dict(cfg.rocksdb_options)} if cfg.backend == "rocksdb"
-                   else {}),
+                **storage_backend(cfg.backend).options(None, cfg.rocksdb_options),
             )
             add(task, checkpoint_id, barrier_ms, "restore_ms", ms, "ms")
         self.close()
@@ -484,7 +482,7 @@ class KeyedOperator:
         self._ckpt = None  # the backend's close() cancels and waits for the checkpoints in flight
         if backend is not None:
             backend.close()
-            if backend.kind == "rocksdb":
+            if storage_backend(backend.kind).holds_native_handles:
                 del backend
                 gc.collect()
         run_tempdirs.remove(self._local)

@@ -13,13 +13,12 @@ from typing import Any
 import pyarrow as pa
 
 import backends
-from backends import BACKEND_KINDS
-from backends.flink.register import forst_configuration, rocksdb_configuration
 from backends.keygroups import DEFAULT_MAX_PARALLELISM
 from backends.rocksdb_options import TTL_DB
+from backends.storage.registry import BACKEND_KINDS, STORAGE_BACKENDS
+from backends.strategies import strategy_of_label
 from workloads.generator import DEFAULT_BATCH_SIZE, Timeline
-from workloads.lanes import LANES, RUN_BACKENDS
-from workloads.lanes.base import TTL_FREE_STRATEGIES
+from workloads.lanes import LANES
 from workloads.run.config import (
     STATE_NAMES,
     DataFacts,
@@ -69,14 +68,18 @@ class RunConfig:
     #: the run would otherwise do again for each RocksDB job (``operator_config``)
     _rocksdb_options: dict[str, Any] | None = field(
         default=None, init=False, repr=False, compare=False)
+    #: ``plan_scenarios(self)``, worked out on its first use: the CLI, the estimate, the runner
+    #: and the RocksDB options all ask for the one plan of a run
+    _plan: tuple[tuple[Scenario, ...], tuple[NotApplicable, ...]] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.backends:
             raise PlanError("no backend given")
         for kind in self.backends:
-            if kind not in RUN_BACKENDS:
+            if kind not in LANES:
                 raise PlanError(
-                    f"unknown backend '{kind}'; expected one of {', '.join(RUN_BACKENDS)}"
+                    f"unknown backend '{kind}'; expected one of {', '.join(LANES)}"
                 )
         twice = next((k for i, k in enumerate(self.backends) if k in self.backends[:i]), None)
         if twice is not None:  # it would run, and count, every scenario of it twice
@@ -111,8 +114,7 @@ class RunConfig:
                 except ValueError as exc:
                     raise PlanError(str(exc)) from None
             fixed_ttl = [label for label in labels if self.ttl_sweep_of(label) is None
-                         and backends.parse_strategy(self.cleanup_of(label)).name
-                         not in TTL_FREE_STRATEGIES]
+                         and not backends.parse_strategy(self.cleanup_of(label)).kind.ttl_free]
             if self.spec.state.ttl_ms is None and fixed_ttl:
                 raise PlanError("cleanup strategies need a TTL; the spec has no state.ttl_ms")
             object.__setattr__(self, "strategies", tuple(dict.fromkeys(labels)))
@@ -136,7 +138,7 @@ class RunConfig:
             return self.strategies
         own = [s for kind in self.backends for s in LANES[kind].own_strategies]
         if self.spec.state.ttl_ms is None:
-            own = [s for s in own if backends.parse_strategy(s).name in TTL_FREE_STRATEGIES]
+            own = [s for s in own if backends.parse_strategy(s).kind.ttl_free]
         return tuple(dict.fromkeys((*self.spec.state.strategies, *own)))
 
     @property
@@ -156,6 +158,11 @@ class RunConfig:
     def cleanup_of(self, label: str) -> str:
         """The strategy text a scenario's strategy label configures."""
         return self.aliases.get(label, label)
+
+    @property
+    def planned_rocksdb_options(self) -> dict[str, Any]:
+        """The RocksDB options statebench's RocksDB scenarios run with (:func:`rocksdb_options`)."""
+        return rocksdb_options(self)
 
     @property
     def partitions(self) -> int:
@@ -187,12 +194,10 @@ class RunConfig:
             "warmup_fraction": self.warmup_fraction,
             "time_speedup": self.speedup,
             "clock": self.clock,
-            "rocksdb": rocksdb_options(self) if "rocksdb" in self.backends else {},
-            **({"flink_rocksdb": rocksdb_configuration(self.spec.rocksdb.options())}
-               if "flink-rocksdb" in self.backends else {}),
-            **({"flink_forst": forst_configuration(self.spec.rocksdb.options())}
-               if "flink-forst" in self.backends or "flink-forst-async" in self.backends
-               else {}),
+            "rocksdb": (rocksdb_options(self) if any(_takes_rocksdb_options(b)
+                                                     for b in self.backends) else {}),
+            **{key: value for found in LANES.values() if found.name in self.backends
+               for key, value in found.engine_configuration(self).items()},
             "measure_latency": self.measure_latency,
             "checkpoints": "off" if self.checkpoint_root is None else "on",
             "batch_size": self.batch_size,
@@ -220,7 +225,16 @@ class NotApplicable:
 
 def plan_scenarios(cfg: RunConfig) -> tuple[list[Scenario], list[NotApplicable]]:
     """Runnable scenarios (backend-major order) and the skipped ones with their reasons: each
-    lane says whether it runs the spec at all, then each strategy (``workloads.lanes``)."""
+    lane says whether it runs the spec at all, then each strategy (``workloads.lanes``).
+    Planned once per RunConfig (it is frozen); each call gets lists of its own."""
+    if cfg._plan is None:
+        runnable, skipped = _plan(cfg)
+        object.__setattr__(cfg, "_plan", (tuple(runnable), tuple(skipped)))
+    assert cfg._plan is not None
+    return list(cfg._plan[0]), list(cfg._plan[1])
+
+
+def _plan(cfg: RunConfig) -> tuple[list[Scenario], list[NotApplicable]]:
     runnable: list[Scenario] = []
     skipped: list[NotApplicable] = []
     for kind in cfg.backends:
@@ -250,11 +264,23 @@ def rocksdb_options(cfg: RunConfig) -> dict[str, Any]:
     if options is None:
         options = dict(cfg.spec.rocksdb.options())
         runnable, _ = plan_scenarios(cfg)
-        if any(s.backend == "rocksdb" and s.strategy.startswith("compaction_filter")
+        if any(_takes_rocksdb_options(s.backend) and _needs_compactions(s.strategy)
                for s in runnable):
             options["state_layout"] = TTL_DB
         object.__setattr__(cfg, "_rocksdb_options", options)
     return dict(options)
+
+
+def _takes_rocksdb_options(backend: str) -> bool:
+    """Whether ``backend`` is one of statebench's own backends reading the [rocksdb] table."""
+    found = STORAGE_BACKENDS.get(backend)
+    return found is not None and found.takes_rocksdb_options
+
+
+def _needs_compactions(label: str) -> bool:
+    """Whether scenario ``label``'s strategy runs inside a backend's compactions."""
+    found = strategy_of_label(label)
+    return found is not None and found.cleans_in_compactions
 
 
 def state_types_of(spec: WorkloadSpec) -> tuple[str, ...]:
@@ -306,11 +332,7 @@ def operator_config(
         emit_series=repetition == 0,
         measure_latency=cfg.measure_latency,
         time_speedup=cfg.speedup,
-        rocksdb_options=(tuple(sorted(rocksdb_options(cfg).items()))
-                         if scenario.backend == "rocksdb"
-                         else tuple(sorted(cfg.spec.rocksdb.options().items()))
-                         if scenario.backend in ("flink-rocksdb", "flink-forst",
-                                                 "flink-forst-async") else ()),
+        rocksdb_options=LANES[scenario.backend].rocksdb_options(cfg),
         local_dir=cfg.local_dir,
         operator=spec.operator,
         out_of_orderness_ms=spec.time.max_out_of_orderness_ms if spec.time is not None else 0,

@@ -76,7 +76,7 @@ class Engine(Protocol):
         """Make the run's keyed events ready for every job and say what they hold."""
         ...
 
-    def run_job(self, op_cfg: OperatorConfig) -> pa.Table:
+    def run_tasks(self, op_cfg: OperatorConfig) -> pa.Table:
         """Run one scenario x repetition over every task; its rows (METRIC_SCHEMA), per task."""
         ...
 
@@ -279,7 +279,7 @@ def run(cfg: RunConfig, engine: Engine, on_job: JobCallback | None = None,
             lane = LANES[scenario.backend]
             try:
                 if lane.runs_tasks:  # the engine feeds its tasks
-                    rows = engine.run_job(op_cfg)
+                    rows = engine.run_tasks(op_cfg)
                 else:  # a whole job of its own (a Flink SQL job, a Spark query), on any engine
                     rows = lane.run_job(cfg, op_cfg, facts)
             except Exception as exc:

@@ -24,53 +24,35 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from backends import parse_strategy
-from backends.ttl_config import (
-    DEFAULT_INCREMENTAL_CLEANUP_SIZE,
-    DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES,
-)
+from backends.strategies import STRATEGIES, TIMER, CleanupStrategy, parse_strategy
 
 
 class SweepError(ValueError):
     """A sweep text that does not name a strategy, a knob of it and numbers for the knob."""
 
 
-def _incremental(knob: str, value: int) -> str:
-    size, per_record = DEFAULT_INCREMENTAL_CLEANUP_SIZE, False
-    if knob == "size":
-        size = value
-    else:
-        per_record = bool(value)
-    return f"incremental({size}, {str(per_record).lower()})"
-
-
-def _compaction_filter(knob: str, value: int) -> str:
-    if knob == "query_time_after_num_entries":
-        return f"compaction_filter({value})"
-    return f"compaction_filter({DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES}, {value})"
-
-
-def _timer(_knob: str, value: int) -> str:
-    return f"timer({value})"
-
-
 #: The pseudo-strategy of a TTL sweep and the cleanup strategy its scenarios run.
 TTL_SWEEP = "ttl"
-TTL_SWEEP_CLEANUP = "timer"
+TTL_SWEEP_CLEANUP = TIMER.name
 
 
-def _ttl(_knob: str, _value: int) -> str:
-    return TTL_SWEEP_CLEANUP
+def knobs() -> dict[str, tuple[str, ...]]:
+    """Strategy -> the knobs a sweep can vary (each registered strategy's own parameters,
+    ``backends.strategies``), and the TTL sweep's ``ms``."""
+    out = {name: found.knobs for name, found in STRATEGIES.items() if found.knobs}
+    out[TTL_SWEEP] = ("ms",)
+    return out
 
 
-#: strategy -> (its knobs, how a knob value becomes the strategy's text form)
-KNOBS: dict[str, tuple[tuple[str, ...], Any]] = {
-    "incremental": (("size", "per_record"), _incremental),
-    "compaction_filter": (("query_time_after_num_entries", "periodic_compaction_ms"),
-                          _compaction_filter),
-    "timer": (("granularity_ms",), _timer),
-    TTL_SWEEP: (("ms",), _ttl),
-}
+def knob_text(strategy: str, knob: str, value: int) -> str:
+    """The canonical text of ``strategy`` with ``knob`` at ``value`` (the TTL sweep's: its
+    cleanup)."""
+    if strategy == TTL_SWEEP:
+        return TTL_SWEEP_CLEANUP
+    found = STRATEGIES[strategy]
+    return CleanupStrategy(found.name, found.knob_args(knob, value)).label
+
+
 _TEXT = re.compile(r"^\s*([a-z_]+)\s*\(\s*([a-z_]+)\s*=\s*([^)]*)\)\s*$")
 
 
@@ -108,8 +90,7 @@ class Sweep:
     @property
     def strategies(self) -> tuple[tuple[str, str], ...]:
         """(label, canonical strategy text) per value."""
-        make = KNOBS[self.strategy][1]
-        return tuple((label, parse_strategy(make(self.knob, v)).label)
+        return tuple((label, parse_strategy(knob_text(self.strategy, self.knob, v)).label)
                      for label, v in zip(self.labels, self.values))
 
     def ttl_of(self, label: str) -> int | None:
@@ -132,12 +113,13 @@ def parse_sweep(text: str) -> Sweep:
             f"sweep {text!r} must look like strategy(knob=v1,v2,...), e.g. "
             "incremental(size=1,5,20,100)")
     strategy, knob, raw = match.groups()
-    if strategy not in KNOBS:
+    known = knobs()
+    if strategy not in known:
         raise SweepError(f"sweep: strategy {strategy!r} has no knob to sweep; one of "
-                         f"{', '.join(KNOBS)}")
-    knobs = KNOBS[strategy][0]
-    if knob not in knobs:
-        raise SweepError(f"sweep: {strategy} has no knob {knob!r}; one of {', '.join(knobs)}")
+                         f"{', '.join(known)}")
+    if knob not in known[strategy]:
+        raise SweepError(f"sweep: {strategy} has no knob {knob!r}; one of "
+                         f"{', '.join(known[strategy])}")
     values: list[int] = []
     for part in raw.split(","):
         try:
@@ -157,8 +139,9 @@ def parse_sweep(text: str) -> Sweep:
             if problem is not None:
                 raise SweepError(f"sweep: ttl ms value {problem} (each value is a "
                                  "scenario's state.ttl_ms)")
-    if knob == "per_record" and not set(values) <= {0, 1}:
-        raise SweepError(f"sweep: per_record values are 0 (false) or 1 (true), got {values}")
+    if (strategy != TTL_SWEEP and STRATEGIES[strategy].knob_param(knob).type is bool
+            and not set(values) <= {0, 1}):
+        raise SweepError(f"sweep: {knob} values are 0 (false) or 1 (true), got {values}")
     sweep = Sweep(strategy, knob, tuple(values))
     try:  # each value must make a valid strategy (e.g. size >= 1)
         sweep.strategies  # noqa: B018

@@ -111,7 +111,7 @@ class InProcessEngine:
         self._batch_size = cfg.batch_size
         return facts
 
-    def run_job(self, op_cfg: OperatorConfig) -> pa.Table:
+    def run_tasks(self, op_cfg: OperatorConfig) -> pa.Table:
         total = sum(t.num_rows for t in self._task_tables)
         done = 0
 

@@ -357,7 +357,7 @@ class SparkEngine:
         self._records = facts.events
         return facts
 
-    def run_job(self, op_cfg: OperatorConfig) -> pa.Table:
+    def run_tasks(self, op_cfg: OperatorConfig) -> pa.Table:
         assert self._keyed is not None, "prepare() first"
         fn = _operator_fn(op_cfg, self._fail_task_once)
         job = self._keyed.mapInArrow(fn, METRIC_DDL)
