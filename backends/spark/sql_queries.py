@@ -10,8 +10,11 @@ The queries (:func:`build_query`; docs/spark-sql-lane.md has the mapping in full
 
 * ``regular_join`` (q20): bids ``JOIN`` auctions (``category >= 0``: that category only) on
   the auction id, a stream-stream inner join of two filters of the one source; with
-  ``join_bound_ms`` also ``bid.event_time BETWEEN auction.event_time -/+ bound``, the time
-  bound Spark needs to evict join state by watermark;
+  ``join_bound_ms`` (the spec's longest auction) also what a Spark user writes to bound it,
+  a bid within its auction's life: ``bid.event_time BETWEEN auction.event_time AND
+  auction.expires``, with ``auction.event_time + join_bound_ms`` as the constant upper bound
+  Spark needs to evict join state by watermark (``expires`` is a column, not a bound it can
+  plan with);
 * ``interval_join``: the same join with ``bid.event_time BETWEEN auction.event_time +
   lower_ms AND auction.event_time + upper_ms`` (Flink's ``RowTimeIntervalJoin`` condition);
 * ``tumbling_window``, ``sliding_window`` (q7, q5): ``agg(price)`` per ``group_by`` per
@@ -21,10 +24,14 @@ The queries (:func:`build_query`; docs/spark-sql-lane.md has the mapping in full
   gap_ms)``, append mode;
 * ``group_agg`` (q4): ``agg(price)`` per ``group_by``, update mode (one row per key a batch
   changed; the key carries no event time, so the watermark evicts nothing);
-* ``dedup`` (q18): ``dropDuplicatesWithinWatermark(bidder, auction)``: the FIRST bid per key,
-  its state kept until the watermark passes its event time + the delay; Spark's built-in
-  operators have no keep-last deduplication with retractions (Flink's ``rn = 1`` over ``ORDER
-  BY ts DESC``), so its outputs are compared with the emulation's ``+I`` rows only.
+* ``dedup`` (q18), keep-first: ``dropDuplicatesWithinWatermark(bidder, auction)``: the FIRST
+  bid per key, its state kept until the watermark passes its event time + the delay (the
+  lane sets the delay from the spec's TTL: Spark keeps a key "at least as long as the
+  watermark delay", the retention the spec asks for); keep-last (``keep_last``): what a
+  Spark user writes for Flink's ``rn = 1`` over ``ORDER BY ts DESC``:
+  ``groupBy(bidder, auction).agg(max_by(struct(price, ts), ts))`` in update mode - one row
+  per key a batch changed, carrying the key's latest bid (no ``-U`` retractions: an update-mode
+  sink overwrites by key), its state never evicted (the key carries no event time).
 * ``topn`` is not applicable (:data:`NOT_APPLICABLE`).
 
 The reference (``keep_state``): the same query keeping its state for the whole run - the join
@@ -63,7 +70,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from backends.spark.files import folder_bytes
+from backends.spark.files import StateUploads
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -142,9 +149,12 @@ class QuerySettings:
     category: int = -1
     agg: str = "max"
     group_by: str = "auction"
-    #: regular_join only: the time bound (None: none, the join keeps every row)
+    #: regular_join only: the longest auction (ms): a bid joins its auction between the
+    #: auction's time and its ``expires`` (None: no bound, the join keeps every row)
     join_bound_ms: int | None = None
     keep_state: bool = False
+    #: dedup only: keep the last bid per key (``max_by``, update mode) instead of the first
+    keep_last: bool = False
 
     @property
     def offset_ms(self) -> int:
@@ -159,10 +169,17 @@ class QuerySettings:
 
     @property
     def output_mode(self) -> str:
-        return "update" if self.kind == "group_agg" else "append"
+        return "update" if self.kind == "group_agg" or self.keeps_last else "append"
+
+    @property
+    def keeps_last(self) -> bool:
+        return self.kind == "dedup" and self.keep_last
 
     def reference(self) -> QuerySettings:
-        """The same query keeping its state for the whole run (module docstring)."""
+        """The same query keeping its state for the whole run (module docstring); a
+        keep-last dedup keeps it anyway (its key carries no event time): itself."""
+        if self.keeps_last:
+            return self
         evicts_by_delay = self.kind.endswith("window") or self.kind == "interval_join"
         return replace(self, keep_state=True, join_bound_ms=None,
                        delay_ms=REFERENCE_DELAY_MS if evicts_by_delay else self.delay_ms)
@@ -184,7 +201,7 @@ def range_problem(q: QuerySettings, start_ms: int, end_ms: int) -> str | None:
              "sliding_window": ("window_ms", q.window_ms),
              "session_window": ("gap_ms", q.gap_ms),
              "interval_join": ("upper_ms", max(q.upper_ms, 0)),
-             "regular_join": ("the join's time bound (the TTL)", q.join_bound_ms or 0)}
+             "regular_join": ("the longest auction", q.join_bound_ms or 0)}
     name, reach = after.get(q.kind, ("", 0))
     top = end_ms + q.offset_ms + END_AHEAD_MS + reach
     if top > SPARK_MAX_MS:
@@ -193,8 +210,7 @@ def range_problem(q: QuerySettings, start_ms: int, end_ms: int) -> str | None:
                 f"events' ts reach {end_ms} ms, and the query adds {q.offset_ms} ms (its "
                 f"offset, aligned to its windows), {END_AHEAD_MS} ms to its end marker"
                 + (f" and {name} {reach} ms" if reach else ""))
-    before = {"interval_join": ("lower_ms", min(q.lower_ms, 0)),
-              "regular_join": ("the join's time bound (the TTL)", -(q.join_bound_ms or 0))}
+    before = {"interval_join": ("lower_ms", min(q.lower_ms, 0))}
     name, reach = before.get(q.kind, ("", 0))
     bottom = start_ms + q.offset_ms + reach
     if bottom < SPARK_MIN_MS:
@@ -273,7 +289,8 @@ def build_query(spark: SparkSession, folder: str, q: QuerySettings) -> DataFrame
         auctions = auctions.select(
             F.col("auction_id").alias("a_id"), F.col("person_id").alias("seller"),
             F.col("category").cast("bigint").alias("a_category"), F.col("ts").alias("a_ts"),
-            F.col("event_time").alias("a_time"))
+            F.col("event_time").alias("a_time"),
+            F.timestamp_millis(F.col("expires_ms") + F.lit(q.offset_ms)).alias("a_expires"))
         cond = F.col("b_auction") == F.col("a_id")
         if q.kind == "interval_join":
             cond = cond & F.col("b_time").between(
@@ -282,14 +299,18 @@ def build_query(spark: SparkSession, folder: str, q: QuerySettings) -> DataFrame
             columns = ["b_auction", "bidder", "price", "b_ts", "seller", "a_ts"]
         else:
             if q.join_bound_ms is not None and not q.keep_state:
-                bound = F.expr(f"INTERVAL {q.join_bound_ms} MILLISECONDS")
-                cond = cond & F.col("b_time").between(F.col("a_time") - bound,
-                                                      F.col("a_time") + bound)
+                longest = F.expr(f"INTERVAL {q.join_bound_ms} MILLISECONDS")
+                cond = (cond & F.col("b_time").between(F.col("a_time"), F.col("a_expires"))
+                        & (F.col("b_time") <= F.col("a_time") + longest))
             columns = ["b_auction", "bidder", "price", "b_ts", "seller", "a_category", "a_ts"]
         return bids.join(auctions, cond, "inner").select(*columns)
     if q.kind == "dedup":
         bids = events.filter(_of_type(BID))
         keys = ["person_id", "auction_id"]
+        if q.keep_last:
+            last = F.max_by(F.struct("price", "ts"), F.col("ts")).alias("last")
+            return bids.groupBy(*keys).agg(last).select(
+                "auction_id", "person_id", F.col("last.price"), F.col("last.ts"))
         kept = bids.dropDuplicates(keys) if q.keep_state else \
             bids.dropDuplicatesWithinWatermark(keys)
         return kept.select("auction_id", "person_id", "price", "ts")
@@ -368,7 +389,9 @@ def write_batch_file(folder: Path, index: int, table: pa.Table, staging: Path) -
 class BatchStats:
     """One micro-batch's numbers (``StreamingQueryProgress``), summed over the query's state
     operators and sources; ``checkpoint_bytes`` is the checkpoint folder's size after the
-    batches of one fed file ran (None on the others)."""
+    batches of one fed file ran (None on the others): its ``state/**`` files, and
+    ``checkpoint_uploaded`` their bytes new or changed since the previous measurement
+    (``backends.spark.files.StateUploads``, the one definition both Spark lanes use)."""
 
     batch_id: int
     time_ms: int
@@ -383,6 +406,7 @@ class BatchStats:
     custom: dict[str, int]
     watermark_ms: int | None
     checkpoint_bytes: int | None = None
+    checkpoint_uploaded: int | None = None
 
 
 @dataclass
@@ -506,6 +530,7 @@ def run_query(spark: SparkSession, q: QuerySettings, batches: Sequence[tuple[pa.
                      .option("checkpointLocation", str(checkpoint))
                      .trigger(processingTime="0 seconds").start())
         seen = -1
+        uploads = StateUploads(checkpoint)
         for i, (table, time_ms) in enumerate(batches):
             if not measure:
                 break
@@ -514,7 +539,7 @@ def run_query(spark: SparkSession, q: QuerySettings, batches: Sequence[tuple[pa.
             stats = [_batch_stats(p, time_ms, q.offset_ms) for p in new]
             if stats:
                 seen = stats[-1].batch_id
-                stats[-1].checkpoint_bytes = folder_bytes(checkpoint)
+                stats[-1].checkpoint_bytes, stats[-1].checkpoint_uploaded = uploads.measure()
             report.batches.extend(stats)
         if not measure:
             query.processAllAvailable()

@@ -58,7 +58,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +66,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from backends.spark.files import folder_bytes, folder_files
+from backends.spark.files import StateUploads
+from backends.spark.listener import ProgressRecorder
+from backends.spark.session_setup import restore_confs, set_confs, spark_ddl
 from backends.spark.slices import Feeder, SliceWriter, plan_slices
 
 try:  # the processor's base class: a plain object where pyspark is missing (the lane's
@@ -78,6 +80,10 @@ except ImportError:  # pragma: no cover - pyspark is a core dependency
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+#: How many changelog versions RocksDB's store writes before it takes a snapshot (Spark's
+#: default 10); set explicitly and reported, since a short query never reaches it.
+SNAPSHOT_CONF = "spark.sql.streaming.stateStore.minDeltasForSnapshot"
+DEFAULT_MIN_DELTAS_FOR_SNAPSHOT = 10
 #: The three state types Spark's transformWithState has (value, list and map state).
 SPARK_STATE_TYPES = ("value", "list", "map")
 #: Spark column types of the spec's value types.
@@ -248,6 +254,9 @@ class QuerySettings:
     #: firing) is in its progress: stopping at the last output row cut a spark_ttl query's last
     #: sweep (thousands of values removed) out of its numbers
     drain_s: float = 0.0
+    #: ``spark.sql.streaming.stateStore.minDeltasForSnapshot``: changelog versions between two
+    #: snapshots of the store (Spark's default)
+    min_deltas_for_snapshot: int = DEFAULT_MIN_DELTAS_FOR_SNAPSHOT
 
 
 @dataclass
@@ -257,9 +266,11 @@ class QueryResult:
     #: one row per event: ord, t (batch timestamp, epoch ms), r (result hash)
     outputs: pa.Table
     #: every micro-batch's progress after the warm-up (``StreamingQueryProgress`` as a
-    #: dict), in batch order
+    #: dict, from the query's listener), in batch order
     progress: list[dict[str, Any]]
-    #: batch id -> (checkpoint folder bytes after it, bytes of files new since the previous)
+    #: batch id -> (bytes of the checkpoint's ``state/**`` after it, bytes of its files new or
+    #: changed since the previous batch: ``backends.spark.files.StateUploads``), warm-up
+    #: batches left out
     checkpoint_sizes: dict[int, tuple[int, int]]
     #: epoch ms of the first release (slice 0's release time)
     t0_ms: int
@@ -267,38 +278,27 @@ class QueryResult:
     last_release_ms: int
     #: seconds from the first release to the query's stop
     wall_s: float
-    #: bytes of the checkpoint folder at the end
+    #: bytes of the checkpoint's ``state/**`` at the end
     checkpoint_end_bytes: int = 0
     events: int = 0
     #: seconds from the query's start to the end of its warm-up batch (the clock's start)
     start_s: float = 0.0
-
-
-def _set_confs(spark: Any, confs: dict[str, str]) -> dict[str, str | None]:
-    old: dict[str, str | None] = {}
-    for key, value in confs.items():
-        old[key] = spark.conf.get(key, None)
-        spark.conf.set(key, value)
-    return old
-
-
-def _restore_confs(spark: Any, old: dict[str, str | None]) -> None:
-    for key, value in old.items():
-        with suppress(Exception):
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
+    #: the warm-up batches' progress (over an empty file, before the clock started)
+    warm_up: list[dict[str, Any]] = field(default_factory=list)
+    #: the snapshot interval the query ran with (``QuerySettings.min_deltas_for_snapshot``)
+    min_deltas_for_snapshot: int = DEFAULT_MIN_DELTAS_FOR_SNAPSHOT
 
 
 class _Progress:
-    """Every batch's progress as it appears, and the checkpoint folder measured after it."""
+    """Every batch of the query as its listener recorded it, and the state store's files
+    measured after each (``backends.spark.files.StateUploads``)."""
 
-    def __init__(self, query: Any, checkpoint_dir: Path) -> None:
-        self.query, self.checkpoint_dir = query, checkpoint_dir
+    def __init__(self, query: Any, recorder: ProgressRecorder, checkpoint_dir: Path) -> None:
+        self.query, self.recorder = query, recorder
+        self.run_id = str(query.runId)
         self.by_batch: dict[int, dict[str, Any]] = {}
         self.sizes: dict[int, tuple[int, int]] = {}
-        self._seen: dict[str, int] = {}
+        self.uploads = StateUploads(checkpoint_dir)
         #: epoch s of the latest reported batch's trigger start: the query has read every
         #: file released before it (``backends.spark.slices.Feeder.prune``)
         self.latest_start_s = 0.0
@@ -309,8 +309,10 @@ class _Progress:
         error = self.query.exception()
         if error is not None:
             raise SparkQueryError(root_cause(str(error))) from error  # --verbose: Spark's
+        if self.recorder.count(self.run_id) == len(self.by_batch):
+            return False
         fresh = False
-        for p in self.query.recentProgress:
+        for p in self.recorder.batches(self.run_id):
             batch = int(p["batchId"])
             if batch in self.by_batch:
                 continue
@@ -318,21 +320,26 @@ class _Progress:
             fresh = True
             with suppress(KeyError, TypeError, ValueError):
                 self.latest_start_s = max(self.latest_start_s, _epoch_s(p["timestamp"]))
-            now = folder_files(self.checkpoint_dir)
-            new = sum(size for path, size in now.items() if self._seen.get(path) != size)
-            self.sizes[batch] = (sum(now.values()), new)
-            self._seen = now
+            self.sizes[batch] = self.uploads.measure()
         return fresh
 
 
 def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: QuerySettings,
               work_dir: Path, checkpoint_dir: Path, name: str = "statebench_tws") -> QueryResult:
     """Run the events through a transformWithState query on the paced clock (module
-    docstring); the query is stopped and the session's settings restored in every case.
+    docstring); the query is stopped, its listener removed and the session's settings
+    restored in every case.
 
     The clock starts once the query has run one batch over an empty file (its Python workers
     and the processor's state schemas are made in the first batch that has a file: 20-30 s
-    under load here), so the events' release is not swallowed by the query's start."""
+    under load here), so the events' release is not swallowed by the query's start. Every
+    batch is read from a ``StreamingQueryListener`` (``backends.spark.listener``), up to the
+    query's termination event. Once every event is processed the query runs on
+    (:func:`_drain`) until a batch has started at or after the last data batch's time plus
+    the processor's TTL or timer: that batch's end-of-batch sweep (or its timers) removed the
+    last of what the query kept, so it is in the numbers."""
+    from backends.spark.listener import recording
+
     staging, input_dir = work_dir / "staging", work_dir / "input"
     input_dir.mkdir(parents=True, exist_ok=True)
     staging.mkdir(parents=True, exist_ok=True)
@@ -342,70 +349,79 @@ def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: Qu
     n = events.num_rows
     from pyspark.sql.types import StructType
 
-    spark_schema = StructType.fromDDL(_ddl(events.schema))
-    old = _set_confs(spark, {
+    spark_schema = StructType.fromDDL(spark_ddl(events.schema))
+    old = set_confs(spark, {
         PROVIDER_CONF: ROCKSDB_PROVIDER,
         CHANGELOG_CONF: str(settings.changelog).lower(),
+        SNAPSHOT_CONF: str(settings.min_deltas_for_snapshot),
         "spark.sql.shuffle.partitions": str(settings.partitions),
-        "spark.sql.streaming.numRecentProgressUpdates": "100000",
     })
     query = None
     writer = SliceWriter(events, plan, staging)  # fills its stretch ahead during the warm-up
     feeder: Feeder | None = None
     started = time.time()
     try:
-        writer.start()
-        stream = (spark.readStream.schema(spark_schema).parquet(str(input_dir))
-                  .groupBy("key")
-                  .transformWithState(SpecProcessor(settings.processor), OUTPUT_DDL, "Append",
-                                      "ProcessingTime"))
-        os.rename(warm, input_dir / warm.name)
-        query = (stream.writeStream.format("memory").queryName(name).outputMode("append")
-                 .option("checkpointLocation", str(checkpoint_dir))
-                 .trigger(processingTime=f"{settings.trigger_ms} milliseconds").start())
-        progress = _Progress(query, checkpoint_dir)
-        deadline = started + settings.timeout_s
-        while not progress.poll():
-            if time.time() > deadline:
-                raise SparkQueryError(f"the transformWithState query ran no batch within "
-                                      f"{settings.timeout_s:g} s of its start")
-            time.sleep(0.05)
-        warm_up = set(progress.by_batch)
-        t0 = time.time()
-        feeder = Feeder(writer, input_dir, t0)
-        feeder.start()
-        last_due = int(plan.due_ms[-1]) / 1000.0 if len(plan) else 0.0
-        deadline = t0 + last_due + settings.timeout_s
-        consumed = 0
-        while True:
-            time.sleep(0.05)
-            fresh = progress.poll()
-            if feeder.error is not None:
-                raise feeder.error
-            if fresh:  # what the query has read is not needed again (disk, a fast Ctrl-C)
-                feeder.prune(progress.latest_start_s)
-            # Spark's numInputRows missed a first batch's rows here (0 for a batch that read
-            # a file): the sink's rows, one per event, say how far the query got
-            if (fresh or not n) and feeder.released == len(plan):
-                consumed = int(spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0])
-                if consumed >= n:
-                    _drain(progress, settings.drain_s)
-                    break
-            if time.time() > deadline:
-                raise SparkQueryError(
-                    f"the transformWithState query processed {consumed:,} of {n:,} events "
-                    f"within {settings.timeout_s:g} s after the last release")
-        stopped = time.time()
-        query.stop()
-        progress.poll()  # a batch that ended while the query stopped
-        out = spark.table(name).toArrow()
-        batches = [b for b in sorted(progress.by_batch) if b not in warm_up]
-        return QueryResult(
-            outputs=out, progress=[progress.by_batch[b] for b in batches],
-            checkpoint_sizes=progress.sizes, t0_ms=int(t0 * 1000),
-            last_release_ms=int((t0 + last_due) * 1000), wall_s=stopped - t0,
-            checkpoint_end_bytes=folder_bytes(checkpoint_dir), events=n,
-            start_s=t0 - started)
+        with recording(spark, name) as recorder:
+            writer.start()
+            stream = (spark.readStream.schema(spark_schema).parquet(str(input_dir))
+                      .groupBy("key")
+                      .transformWithState(SpecProcessor(settings.processor), OUTPUT_DDL,
+                                          "Append", "ProcessingTime"))
+            os.rename(warm, input_dir / warm.name)
+            query = (stream.writeStream.format("memory").queryName(name).outputMode("append")
+                     .option("checkpointLocation", str(checkpoint_dir))
+                     .trigger(processingTime=f"{settings.trigger_ms} milliseconds").start())
+            progress = _Progress(query, recorder, checkpoint_dir)
+            deadline = started + settings.timeout_s
+            while not progress.poll():
+                if time.time() > deadline:
+                    raise SparkQueryError(f"the transformWithState query ran no batch within "
+                                          f"{settings.timeout_s:g} s of its start")
+                time.sleep(0.05)
+            warm_up = set(progress.by_batch)
+            progress.uploads.baseline()  # the warm-up's files are not the run's uploads
+            t0 = time.time()
+            feeder = Feeder(writer, input_dir, t0)
+            feeder.start()
+            last_due = int(plan.due_ms[-1]) / 1000.0 if len(plan) else 0.0
+            deadline = t0 + last_due + settings.timeout_s
+            consumed = 0
+            while True:
+                time.sleep(0.05)
+                fresh = progress.poll()
+                if feeder.error is not None:
+                    raise feeder.error
+                if fresh:  # what the query has read is not needed again (disk, a fast Ctrl-C)
+                    feeder.prune(progress.latest_start_s)
+                # Spark's numInputRows missed a first batch's rows here (0 for a batch that
+                # read a file): the sink's rows, one per event, say how far the query got
+                if (fresh or not n) and feeder.released == len(plan):
+                    consumed = int(spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0])
+                    if consumed >= n:
+                        last_t = spark.sql(f"SELECT max(t) FROM {name}").collect()[0][0]
+                        _drain(progress, settings, None if last_t is None else int(last_t))
+                        break
+                if time.time() > deadline:
+                    raise SparkQueryError(
+                        f"the transformWithState query processed {consumed:,} of {n:,} events "
+                        f"within {settings.timeout_s:g} s after the last release")
+            stopped = time.time()
+            query.stop()
+            if not recorder.wait_terminated(progress.run_id):
+                raise SparkQueryError("the transformWithState query's termination event did "
+                                      "not reach its listener within 30 s of its stop")
+            progress.poll()  # the batches that ended while the query stopped
+            out = spark.table(name).toArrow()
+            batches = [b for b in sorted(progress.by_batch) if b not in warm_up]
+            return QueryResult(
+                outputs=out, progress=[progress.by_batch[b] for b in batches],
+                checkpoint_sizes={b: progress.sizes[b] for b in batches if b in progress.sizes},
+                t0_ms=int(t0 * 1000),
+                last_release_ms=int((t0 + last_due) * 1000), wall_s=stopped - t0,
+                checkpoint_end_bytes=progress.uploads.measure()[0], events=n,
+                start_s=t0 - started,
+                warm_up=[progress.by_batch[b] for b in sorted(warm_up)],
+                min_deltas_for_snapshot=settings.min_deltas_for_snapshot)
     finally:
         writer.stop()
         if feeder is not None:
@@ -418,15 +434,32 @@ def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: Qu
                 query.stop()
         with suppress(Exception):
             spark.catalog.dropTempView(name)
-        _restore_confs(spark, old)
+        restore_confs(spark, old)
 
 
-def _drain(progress: _Progress, seconds: float) -> None:
-    """Keep taking the query's batches for ``seconds`` after it processed its last event (the
-    batches without data that Spark runs for its TTL sweep and timers)."""
-    until = time.time() + seconds
-    while time.time() < until:
+def _drain(progress: _Progress, settings: QuerySettings, last_batch_ms: int | None) -> None:
+    """Keep taking the query's batches after it processed its last event: with a TTL or a
+    timer until a batch has started at or after ``last_batch_ms`` (the last data batch's
+    timestamp) plus it - that batch's timestamp is at least its trigger's start, so every unit
+    or timer the query kept had expired by it and its sweep (or timers) removed them - and
+    has been reported; without either, for ``settings.drain_s``. Gives up (an error naming
+    the wait) after ``settings.timeout_s``."""
+    p = settings.processor
+    expiry = p.ttl_ms or p.timer_ms
+    if not expiry or last_batch_ms is None:
+        until = time.time() + settings.drain_s
+        while time.time() < until:
+            progress.poll()
+            time.sleep(0.05)
+        return
+    due_s = (last_batch_ms + expiry) / 1000.0
+    deadline = time.time() + settings.timeout_s
+    while progress.latest_start_s < due_s:
         progress.poll()
+        if time.time() > deadline:
+            raise SparkQueryError(
+                f"the transformWithState query ran no batch after its last event's batch plus "
+                f"its TTL or timer ({expiry} ms) within {settings.timeout_s:g} s")
         time.sleep(0.05)
 
 
@@ -435,14 +468,6 @@ def _epoch_s(iso: str) -> float:
     from datetime import datetime
 
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
-
-
-_PA_DDL = {pa.int8(): "tinyint", pa.int32(): "int", pa.int64(): "bigint", pa.string(): "string",
-           pa.binary(): "binary", pa.large_string(): "string"}
-
-
-def _ddl(schema: pa.Schema) -> str:
-    return ", ".join(f"{f.name} {_PA_DDL[f.type]}" for f in schema)
 
 
 class SparkQueryError(RuntimeError):

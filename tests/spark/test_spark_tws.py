@@ -4,18 +4,29 @@ expiry rules, and two real transformWithState queries run through the lane's ``r
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from pyspark.sql.streaming import StreamingQueryListener
 
 from backends.spark.slices import write_slices
 from backends.spark.tws import WRITE_RESULT, result_hash
 from backends.spark.tws_model import Batch, replay
 from backends.strategies import parse_strategy
-from workloads.lanes.spark_tws import FOREIGN_REASONS, SPARK_TWS_LANES, SparkTwsLane
+from workloads.lanes.spark_tws import (
+    FOREIGN_REASONS,
+    SPARK_TWS_LANES,
+    SparkTwsLane,
+    epoch_ms,
+    query_name,
+    ttl_run_valid,
+)
 from workloads.ops import Op
 from workloads.run.metrics import METRIC_SCHEMA
 from workloads.spec import load_spec, parse_spec
@@ -161,6 +172,41 @@ def test_model_orphaned_map_index_deletes_a_put_again_entry() -> None:
     assert [b.removed for b in spark.batches] == [0, 0, 0, 1, 0]
 
 
+def test_ttl_run_is_valid_only_when_it_keeps_up() -> None:
+    assert ttl_run_valid(batch_p50_ms=700, latency_p50_ms=900, expiry_ms=2_000) == 1
+    # the default-size run: 16 s batches, 20 s latency against a 1 s TTL
+    assert ttl_run_valid(batch_p50_ms=16_000, latency_p50_ms=20_000, expiry_ms=1_000) == 0
+    # the docs' old setup: batches under the TTL, latency over it
+    assert ttl_run_valid(batch_p50_ms=1_500, latency_p50_ms=2_300, expiry_ms=2_000) == 0
+    assert ttl_run_valid(batch_p50_ms=2_000, latency_p50_ms=100, expiry_ms=2_000) == 0  # at
+
+
+class _Batches:
+    """A query's batches as ``_drain`` sees them: one starts at every poll."""
+
+    def __init__(self) -> None:
+        self.latest_start_s = 0.0
+
+    def poll(self) -> bool:
+        self.latest_start_s = time.time()
+        return True
+
+
+def test_drain_waits_for_a_batch_past_the_last_write_plus_the_ttl() -> None:
+    from backends.spark.tws import ProcessorSettings, QuerySettings, _drain
+
+    ttl = ProcessorSettings(("value",), "long", (), ttl_ms=300)
+    batches = _Batches()
+    last_write_ms = int(time.time() * 1000)
+    _drain(batches, QuerySettings(ttl, drain_s=0.0, timeout_s=10), last_write_ms)
+    # the drain ended with a batch that started after every unit written had expired
+    assert batches.latest_start_s * 1000 >= last_write_ms + 300
+    started = time.time()
+    _drain(_Batches(), QuerySettings(ProcessorSettings(("value",), "long", ()), drain_s=0.2),
+           last_write_ms)  # nothing expires: two triggers' time
+    assert time.time() - started >= 0.2
+
+
 def test_slices_follow_release_time(tmp_path: Path) -> None:
     table = pa.table({"ord": pa.array(range(6), pa.int64())})
     slices = write_slices(table, np.array([0, 50, 99, 100, 350, 351]), 100, tmp_path)
@@ -197,6 +243,28 @@ def state_files(folder: Path) -> list[str]:
     return [p.name for p in (folder / "state").rglob("*") if p.is_file()]
 
 
+class OwnListener(StreamingQueryListener):
+    """The test's own record of every batch Spark reports (not the lane's listener): each
+    progress event's JSON, and the termination events."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.progress: list[dict[str, Any]] = []
+        self.terminated = threading.Event()
+
+    def onQueryStarted(self, event: Any) -> None:
+        pass
+
+    def onQueryProgress(self, event: Any) -> None:
+        self.progress.append(json.loads(event.progress.json))
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        self.terminated.set()
+
+
 def run_lane(lane: SparkTwsLane, strategy: str, spark: Any, view: Any, scenario: Any,
              tmp_path: Path) -> tuple[pa.Table, Path, int, int]:
     from workloads.lanes.spark_tws import lane_events
@@ -216,8 +284,14 @@ def run_lane(lane: SparkTwsLane, strategy: str, spark: Any, view: Any, scenario:
 @pytest.mark.spark
 def test_spark_ttl_with_changelog(spark: Any, view: Any, scenario: Any,
                                   tmp_path: Path) -> None:
-    table, folder, events, reads = run_lane(LANE, "spark_ttl", spark, view, scenario,
-                                            tmp_path)
+    listener = OwnListener()
+    spark.streams.addListener(listener)
+    try:
+        table, folder, events, reads = run_lane(LANE, "spark_ttl", spark, view, scenario,
+                                                tmp_path)
+        assert listener.terminated.wait(30)
+    finally:
+        spark.streams.removeListener(listener)
     assert table.schema == METRIC_SCHEMA
     got = summary(table)
     assert got["records"] == events
@@ -234,6 +308,36 @@ def test_spark_ttl_with_changelog(spark: Any, view: Any, scenario: Any,
     assert series(table, "state_rows")[-1] == 0 < max(series(table, "state_rows"))
     assert got["ttl_removed_values"] > 0
     assert len(series(table, "state_internal_rows")) == len(series(table, "state_rows"))
+    # the whole query, as Spark reported it to a listener of the test's own: every batch's
+    # TTL removals are in the lane's sum, and the last batch swept the store empty (its
+    # index and list counts too)
+    spark_batches = [p for p in listener.progress if p["name"] == query_name(0)]
+    removed = sum(p["stateOperators"][0]["customMetrics"]["numValuesRemovedDueToTTLExpiry"]
+                  for p in spark_batches)
+    assert got["ttl_removed_values"] == removed
+    last = spark_batches[-1]["stateOperators"][0]
+    assert last["numRowsTotal"] == 0
+    assert last["customMetrics"]["rocksdbNumInternalColFamiliesKeys"] == 0
+    assert sum(series(table, "ttl_removed_values_batch")) == removed  # the warm-up's: none
+    # it ran on to a batch that started a TTL (2 wall s) after the last batch that wrote
+    starts = [epoch_ms(p["timestamp"]) for p in spark_batches]
+    wrote = [t for t, p in zip(starts, spark_batches)
+             if p["stateOperators"][0]["numRowsUpdated"] > 0]
+    assert max(starts) >= max(wrote) + 2_000
+    # Spark's own figures, named; none constant or structurally 0
+    assert "state_memory_bytes" not in {r["metric"] for r in table.to_pylist()}
+    assert got["rocksdb_puts_total"] > 0 and got["rocksdb_bytes_written_total"] > 0
+    assert got["state_updates_total_ms"] > 0
+    assert got["spark_min_deltas_for_snapshot"] == 10
+    # valid when it kept up with its TTL (2 wall s; on a loaded machine it may not), with
+    # the figures that decide it beside the flag
+    assert got["ttl_wall_ms"] == 2_000
+    assert got["ttl_run_valid"] == int(got["data_batch_duration_p50_ms"] < 2_000
+                                       and got["latency_p50_us"] < 2_000_000)
+    # checkpoint bytes are the state store's files only, the warm-up's left out
+    state_now = sum(p.stat().st_size for p in (folder / "state").rglob("*") if p.is_file())
+    assert got["checkpoint_dir_final_bytes"] == state_now
+    assert got["checkpoint_written_bytes"] == sum(series(table, "checkpoint_uploaded_bytes"))
     # the knob: a changelog checkpoint per batch
     assert any(name.endswith(".changelog") for name in state_files(folder))
 

@@ -62,8 +62,8 @@ QUANTITY_NOTES = {
     "est. entries": "est. entries: RocksDB's estimate of its keys (a Flink SQL job), peak; "
                     "counts overwritten and expired entries until a compaction drops them",
     "physical": "physical: the state's physical bytes, peak (no entry count)",
-    "folder": "folder: Spark's checkpoint folder after a micro-batch (offsets, commits, the "
-              "state store's changelogs and snapshots), median; not one checkpoint's size",
+    "folder": "folder: the state store's files in Spark's checkpoint (state/**: changelogs "
+              "and snapshots) after a micro-batch, median; not one checkpoint's size",
 }
 
 

@@ -15,10 +15,13 @@ from run to run where Spark computes them from the events alone.
 
 Strategies: Spark's built-in operators have no state TTL; they evict by watermark, which the
 lane runs as ``spark_watermark`` (its own, and the only one): the watermark delay is the spec's
-``max_out_of_orderness_ms``, a regular join's time bound is the scenario's ``ttl_ms`` (the
-retention the spec asks for: a row is kept while a row within ``ttl_ms`` of it may still come,
-what an event-time TTL on write keeps), windows are evicted when the watermark passes their
-end. statebench's strategies (none, full_snapshot, incremental, compaction_filter, timer)
+``max_out_of_orderness_ms`` (a dedup's: the scenario's ``ttl_ms``, the retention it asks for),
+a regular join is bounded as a Spark user bounds q20 - a bid joins its auction between the
+auction's time and its ``expires`` - and windows are evicted when the watermark passes their
+end. group_agg (q4) is never evicted (its key carries no event time: the rows say so,
+``state_evicted_by_watermark`` 0); q18 runs keep-first (the lane's measured query) and
+keep-last (``max_by`` in update mode: ``keep_last_outputs``, ``keep_last_keys``) beside it.
+statebench's strategies (none, full_snapshot, incremental, compaction_filter, timer)
 configure the cleanup of a TTL'd keyed backend, which these operators do not have; Spark's TTL
 strategies (``spark_ttl``, ``spark_timer``, ``spark_no_ttl``) are ``transformWithState``'s
 (the ``spark-tws`` lane).
@@ -34,27 +37,39 @@ Rows (task = -1; names of ``workloads.run.metrics`` where they mean the same):
   ``batch_duration_max_ms`` (ms: Spark's per-batch latency, ``triggerExecution``),
   ``rows_dropped_by_watermark`` (count: ``numRowsDroppedByWatermark`` summed: late rows the
   state operators ignored), ``operator_outputs`` (count: rows the sink received),
-  ``checkpoint_dir_final_bytes`` (bytes: the checkpoint folder after the last batch), and
+  ``checkpoint_dir_final_bytes`` (bytes: the checkpoint's ``state/**`` after the last
+  batch), and
   where a reference is run (:data:`REFERENCE_KINDS`) ``ttl_changed_outputs``,
   ``ttl_compared_outputs`` and ``ttl_changed_results``: the outputs against the same query
   keeping its state (``QuerySettings.reference``), as multisets of rows, as the emulation
-  compares its TTL run with its reference;
+  compares its TTL run with its reference; ``emulation_changed_outputs``,
+  ``emulation_compared_outputs`` and ``emulation_changed_share`` (:func:`emulation_agreement`:
+  the query keeping its state against the emulated operator without TTL over the same
+  events); ``state_evicted_by_watermark`` (0 for group_agg); for dedup ``keep_last_outputs``,
+  ``keep_last_keys`` and ``keep_last_changed_keys``/``_compared_keys``/``_changed_share``;
+  Spark's own ``rocksdb_puts_total``, ``rocksdb_bytes_written_total`` (and, only when not
+  0, ``rocksdb_flush_bytes_written_total``, ``rocksdb_compaction_bytes_written_total``) and
+  ``checkpoint_written_bytes`` (the uploads summed);
 * series (``step`` = batch id, ``logical_time_ms`` = the end of the event-time span the batch
   followed; repetition 0): ``state_rows`` (``numRowsTotal`` summed over the state operators:
   rows the state store holds after the batch), ``state_rows_updated``, ``state_rows_removed``
   (rows), ``watermark_ms`` (ms of event time: the watermark the batch ran with),
-  ``batch_duration_ms`` and ``state_commit_ms`` (ms), ``state_memory_bytes`` (bytes:
-  ``memoryUsedBytes``) and ``rocksdb_sst_bytes`` (bytes: ``rocksdbSstFileSize``);
+  ``batch_duration_ms`` and ``state_commit_ms`` (ms), ``rocksdb_puts``, ``rocksdb_bytes_written``
+  and ``rocksdb_sst_bytes`` (bytes: ``rocksdbSstFileSize``, only in a query where some batch
+  had SST files; ``memoryUsedBytes`` is left out: constant, not the state);
 * per fed file (``step`` = its last batch's id, same time, every repetition):
-  ``checkpoint_dir_bytes`` (bytes: the checkpoint folder's files after the batch: offsets,
-  commits, the file source's log and the state store's changelogs and snapshots, the versions
-  Spark retains included) and ``checkpoint_uploaded_bytes`` (bytes: its growth over the batch,
-  what the batch wrote net of what Spark's maintenance deleted; 0 when it shrank).
+  ``checkpoint_dir_bytes`` (bytes: the state store's files of the checkpoint after the batch,
+  ``state/**``: changelogs, snapshots and schemas of the versions Spark retains; not the
+  offsets, commits and source log) and ``checkpoint_uploaded_bytes`` (bytes: those files new
+  or changed since the previous measurement, ``backends.spark.files.StateUploads``, the one
+  definition of both Spark lanes).
 """
 
 from __future__ import annotations
 
 import statistics
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,6 +110,9 @@ BATCH_MS = 500
 #: not group_agg, whose key carries no event time, so the watermark evicts nothing and a
 #: reference would be the same query.
 REFERENCE_KINDS = frozenset(KINDS) - {"group_agg"}
+#: Kinds whose state the watermark never evicts (the key has no event time): labelled in the
+#: rows (``state_evicted_by_watermark`` 0), since Flink's beside them is TTL'd.
+UNBOUNDED_KINDS = frozenset({"group_agg"})
 #: What a job costs (docs/guide.md, "The estimate's rates"): a query's
 #: start, a second per fed file (Spark's fixed cost of its batch and the batch without data
 #: after it) and its records at 4,000 a second (busy-time rates 1,675-7,211); the reference
@@ -107,6 +125,9 @@ QUERY_RECORDS_PER_S = 4_000.0
 REFERENCE_SHARE = 0.4
 FILE_BYTES = 2_000
 ROW_BYTES = 56
+#: Events a second the emulated operator replays at in the job (:func:`emulated_outputs`:
+#: 200,000 events of q18 and q20 in 1.9-2.3 s here).
+EMULATION_RECORDS_PER_S = 80_000.0
 
 
 @dataclass(frozen=True)
@@ -118,17 +139,34 @@ class JobReports:
     reference: QueryReport | None
     records: int
     events: int
+    #: dedup only: the keep-last query's report (outputs only; its state is never evicted)
+    keep_last: QueryReport | None = None
+    #: the emulated operator's outputs over the same events, no TTL (:func:`emulated_outputs`)
+    emulated: list[tuple] | None = None
 
 
-def query_settings(spec: WorkloadSpec, cfg: OperatorConfig) -> QuerySettings:
-    """The query of one scenario (module docstring: delay, join bound)."""
+def query_settings(spec: WorkloadSpec, cfg: OperatorConfig,
+                   keep_last: bool = False) -> QuerySettings:
+    """The query of one scenario (module docstring: delay, join bound; a dedup's delay is the
+    scenario's TTL, the retention it asks for, and never under the out-of-orderness)."""
     op = spec.operator
     assert op is not None
+    delay = cfg.out_of_orderness_ms
+    if op.kind == "dedup" and cfg.ttl_ms:
+        delay = max(delay, cfg.ttl_ms)
     return QuerySettings(
-        kind=op.kind, delay_ms=cfg.out_of_orderness_ms, window_ms=op.window_ms,
+        kind=op.kind, delay_ms=delay, keep_last=keep_last, window_ms=op.window_ms,
         slide_ms=op.slide_ms, gap_ms=op.gap_ms, lower_ms=op.lower_ms, upper_ms=op.upper_ms,
         category=op.category, agg=op.agg, group_by=op.group_by,
-        join_bound_ms=cfg.ttl_ms if op.kind == "regular_join" else None)
+        join_bound_ms=longest_auction_ms(spec) if op.kind == "regular_join" else None)
+
+
+def longest_auction_ms(spec: WorkloadSpec) -> int:
+    """The longest auction the spec's Nexmark generator makes (``expires - ts``): the
+    constant bound of q20's ``bid BETWEEN auction.time AND auction.expires``."""
+    from workloads.operators.input import nexmark_config
+
+    return nexmark_config(spec).max_duration_ms()
 
 
 def spark_range_problem(spec: WorkloadSpec, join_bound_ms: int | None) -> str | None:
@@ -147,6 +185,83 @@ def spark_range_problem(spec: WorkloadSpec, join_bound_ms: int | None) -> str | 
     return range_problem(q, timeline.start_ms, timeline.start_ms + timeline.duration_ms)
 
 
+def last_per_key(rows: Iterable[tuple[int, ...]]) -> dict[tuple[int, int], tuple[int, ...]]:
+    """q18's outputs as each (auction, bidder) key's latest row (the last one by ts, the
+    later one of equal ts): what a keep-last deduplication leaves, whether its output is
+    Flink's changelog (``+I``/``+U``; ``-U`` rows are skipped) or Spark's update-mode rows
+    ``(auction, bidder, price, ts)``."""
+    last: dict[tuple[int, int], tuple[int, ...]] = {}
+    for row in rows:
+        if isinstance(row[0], str):
+            if row[0] == "-U":
+                continue
+            row = row[1:]
+        key = (row[0], row[1])
+        if key not in last or row[3] >= last[key][3]:
+            last[key] = tuple(row)
+    return last
+
+
+def keep_last_agreement(spark_rows: Iterable[tuple[int, ...]],
+                        reference: Iterable[tuple[int, ...]]) -> tuple[int, int]:
+    """(keys whose latest row differs, keys in either) of a keep-last query's outputs against
+    a reference's (:func:`last_per_key`)."""
+    a, b = last_per_key(spark_rows), last_per_key(reference)
+    keys = set(a) | set(b)
+    return sum(1 for k in keys if a.get(k) != b.get(k)), len(keys)
+
+
+#: The emulated operator's input columns (``workloads.operators.rows``: a Nexmark row).
+EMULATION_COLUMNS = ("event_type", "ts", "person_id", "auction_id", "price", "category",
+                     "expires_ms")
+
+
+def emulated_outputs(spec: WorkloadSpec, events: pa.Table) -> list[tuple]:
+    """The emulated operator's outputs (``workloads.operators``, no TTL) over ``events`` in one
+    task - one watermark, as Spark's query has - with their changelog kind first."""
+    from backends.keygroups import KeyGroupRange
+    from workloads.operators.results import reference_outputs
+
+    assert spec.operator is not None and spec.time is not None
+    table = events.combine_chunks()
+    batch = table.to_batches()[0] if table.num_rows else pa.RecordBatch.from_pylist(
+        [], schema=table.schema)
+    rows, keys = select(spec.operator, batch)
+    cols = [rows.column(c).to_pylist() for c in EMULATION_COLUMNS]
+    return reference_outputs(spec.operator, spec.time.max_out_of_orderness_ms,
+                             [(keys.tolist(), cols[1], list(zip(*cols)))], 128,
+                             KeyGroupRange.of_operator(0, 1, 128), spec.time.start_ms)
+
+
+def _final_per_key(rows: Iterable[tuple[int, ...]]) -> Counter:
+    """group_agg's outputs as each key's final value: Spark's update-mode rows (the largest:
+    max, sum and count of positive prices only grow) or the emulation's last ``+I``/``+U``."""
+    final: dict[int, int] = {}
+    for row in rows:
+        if isinstance(row[0], str):
+            if row[0] in ("+I", "+U"):
+                final[row[1]] = row[2]
+        else:
+            final[row[0]] = max(row[1], final.get(row[0], row[1]))
+    return Counter(final.items())
+
+
+def emulation_agreement(kind: str, spark: Counter, emulated: list[tuple]) -> tuple[int, int]:
+    """(changed, compared) of Spark's outputs keeping their state (the reference query, or
+    the query itself where the watermark evicts nothing) against the emulation's without
+    TTL, as multisets (``compare_outputs``), in the form the two engines share: a dedup's
+    first rows (the emulation's ``+I``), group_agg's final value per key, every other kind's
+    rows as they are. The verdict on the share (agree or differ) is the report's
+    (``workloads.report.cross_engine.agreement_verdict``)."""
+    if kind == "group_agg":
+        ours, theirs = _final_per_key(spark.elements()), _final_per_key(emulated)
+    elif kind == "dedup":
+        ours, theirs = spark, Counter(o[1:] for o in emulated if o[0] == "+I")
+    else:
+        ours, theirs = spark, Counter(o[1:] for o in emulated)
+    return compare_outputs(ours.elements(), theirs.elements())
+
+
 def operator_records(spec: WorkloadSpec, events: pa.Table) -> int:
     """Rows of ``events`` that reach the operator (``workloads.operators.input.select``)."""
     assert spec.operator is not None
@@ -154,7 +269,9 @@ def operator_records(spec: WorkloadSpec, events: pa.Table) -> int:
 
 
 def report_rows(cfg: OperatorConfig, report: QueryReport, records: int, events: int,
-                reference: QueryReport | None) -> MetricRows:
+                reference: QueryReport | None,
+                keep_last: QueryReport | None = None, kind: str = "",
+                emulated: list[tuple] | None = None) -> MetricRows:
     """One query's report as metric rows (module docstring)."""
     rows = MetricRows(cfg.scenario)
     rep = cfg.repetition
@@ -185,6 +302,34 @@ def report_rows(cfg: OperatorConfig, report: QueryReport, records: int, events: 
         summary("ttl_changed_outputs", changed, "count")
         summary("ttl_compared_outputs", compared, "count")
         summary("ttl_changed_results", changed_share(changed, compared), "share")
+    summary("rocksdb_puts_total", sum(b.custom.get("rocksdbPutCount", 0)
+                                      for b in report.batches), "count")
+    summary("rocksdb_bytes_written_total", sum(b.custom.get("rocksdbTotalBytesWritten", 0)
+                                               for b in report.batches), "bytes")
+    for metric, key in (("rocksdb_flush_bytes_written_total", "rocksdbTotalBytesWrittenByFlush"),
+                        ("rocksdb_compaction_bytes_written_total",
+                         "rocksdbTotalBytesWrittenByCompaction")):
+        total = sum(b.custom.get(key, 0) for b in report.batches)
+        if total:  # 0 until RocksDB flushed (a snapshot) or compacted: no row then
+            summary(metric, total, "bytes")
+    if keep_last is not None:  # q18 as keep-last: its rows and the keys it holds at the end
+        summary("keep_last_outputs", keep_last.output_count, "count")
+        summary("keep_last_keys", len(last_per_key(keep_last.outputs)), "keys")
+    if emulated is not None:  # agreement with the emulation, state kept on both sides
+        kept = reference if reference is not None else report
+        changed, compared = emulation_agreement(kind, kept.outputs, emulated)
+        summary("emulation_changed_outputs", changed, "count")
+        summary("emulation_compared_outputs", compared, "count")
+        summary("emulation_changed_share", changed_share(changed, compared), "share")
+        if keep_last is not None:
+            differ, keys = keep_last_agreement(keep_last.outputs.elements(), emulated)
+            summary("keep_last_changed_keys", differ, "keys")
+            summary("keep_last_compared_keys", keys, "keys")
+            summary("keep_last_changed_share", changed_share(differ, keys), "share")
+    # whether the watermark evicts this query's state at all: not group_agg's (q4: its key
+    # carries no event time, so its state grows with its keys, beside Flink's TTL'd state)
+    summary("state_evicted_by_watermark", 0 if kind in UNBOUNDED_KINDS else 1, "flag")
+    sst_seen = any(b.custom.get("rocksdbSstFileSize") for b in report.batches)
     if cfg.emit_series:
         for b in report.batches:
             series = [("state_rows", b.state_rows, "rows"),
@@ -192,21 +337,24 @@ def report_rows(cfg: OperatorConfig, report: QueryReport, records: int, events: 
                       ("state_rows_removed", b.rows_removed, "rows"),
                       ("batch_duration_ms", b.duration_ms, "ms"),
                       ("state_commit_ms", b.commit_ms, "ms"),
-                      ("state_memory_bytes", b.memory_bytes, "bytes")]
+                      ("rocksdb_puts", b.custom.get("rocksdbPutCount", 0), "count"),
+                      ("rocksdb_bytes_written", b.custom.get("rocksdbTotalBytesWritten", 0),
+                       "bytes")]
             if b.watermark_ms is not None and b.watermark_ms < END_AHEAD_MS // 2:  # not the
                 # end marker's, past the run by END_AHEAD_MS
                 series.append(("watermark_ms", b.watermark_ms, "ms"))
-            if "rocksdbSstFileSize" in b.custom:
-                series.append(("rocksdb_sst_bytes", b.custom["rocksdbSstFileSize"], "bytes"))
+            if sst_seen:  # changelog on: 0 until a snapshot flushed the memtable
+                series.append(("rocksdb_sst_bytes", b.custom.get("rocksdbSstFileSize", 0),
+                               "bytes"))
             for metric, value, unit in series:
                 rows.add(TOTAL_TASK, b.batch_id, b.time_ms, metric, value, unit)
-    before = 0
     for b in measured:
-        size = b.checkpoint_bytes or 0
-        rows.add(TOTAL_TASK, b.batch_id, b.time_ms, "checkpoint_dir_bytes", size, "bytes")
+        rows.add(TOTAL_TASK, b.batch_id, b.time_ms, "checkpoint_dir_bytes",
+                 b.checkpoint_bytes or 0, "bytes")
         rows.add(TOTAL_TASK, b.batch_id, b.time_ms, "checkpoint_uploaded_bytes",
-                 max(0, size - before), "bytes")
-        before = size
+                 b.checkpoint_uploaded or 0, "bytes")
+    summary("checkpoint_written_bytes", sum(b.checkpoint_uploaded or 0 for b in measured),
+            "bytes")
     return rows
 
 
@@ -228,10 +376,19 @@ class SparkSqlLane(Lane):
         "rows_dropped_by_watermark": "exact", "ttl_changed_outputs": "exact",
         "ttl_compared_outputs": "exact", "ttl_changed_results": "exact",
         "state_rows": "exact", "state_rows_updated": "exact", "state_rows_removed": "exact",
-        "watermark_ms": "exact",
+        "watermark_ms": "exact", "state_evicted_by_watermark": "exact",
+        "keep_last_outputs": "exact", "keep_last_keys": "exact",
+        "emulation_changed_outputs": "exact", "emulation_compared_outputs": "exact",
+        "emulation_changed_share": "exact", "keep_last_changed_keys": "exact",
+        "keep_last_compared_keys": "exact", "keep_last_changed_share": "exact",
         # RocksDB's files and memory move with its background flushes and Spark's
         # maintenance thread (snapshot uploads, cleanup of old versions)
-        "state_memory_bytes": "timing-dependent", "rocksdb_sst_bytes": "timing-dependent",
+        "rocksdb_sst_bytes": "timing-dependent", "rocksdb_puts": "timing-dependent",
+        "rocksdb_bytes_written": "timing-dependent",
+        "rocksdb_puts_total": "timing-dependent", "rocksdb_bytes_written_total": "timing-dependent",
+        "rocksdb_flush_bytes_written_total": "timing-dependent",
+        "rocksdb_compaction_bytes_written_total": "timing-dependent",
+        "checkpoint_written_bytes": "timing-dependent",
         "checkpoint_dir_bytes": "timing-dependent",
         "checkpoint_uploaded_bytes": "timing-dependent",
         "checkpoint_dir_final_bytes": "timing-dependent",
@@ -262,13 +419,14 @@ class SparkSqlLane(Lane):
 
     def strategy_reason(self, run: RunView, label: str) -> str | None:
         parsed = parse_strategy(run.cleanup_of(label))
-        if parsed.name == STRATEGY:  # a regular join's time bound is the scenario's TTL
+        if parsed.name == STRATEGY:  # a regular join's bound: the spec's longest auction
             op = run.spec.operator
-            bound = run.ttl_of(label) if op is not None and op.kind == "regular_join" else None
+            bound = (longest_auction_ms(run.spec) if op is not None
+                     and op.kind == "regular_join" else None)
             problem = None if bound is None else spark_range_problem(run.spec, bound)
             return None if problem is None else f"{LANE}: {problem}"
         foreign = foreign_strategy_reason(self.engine, parsed.name)
-        if parsed.name.startswith("spark_") and foreign is None:
+        if parsed.kind.engine is not None and foreign is None:
             return (f"'{parsed.name}' is transformWithState's (spark-tws); Spark's built-in "
                     f"operators on {LANE} evict by watermark only: run '{STRATEGY}'")
         return foreign or (
@@ -300,13 +458,20 @@ class SparkSqlLane(Lane):
                      else load.events)
         one = QUERY_START_S + files * FILE_S + load.events / QUERY_RECORDS_PER_S + values_s(load)
         op = run.spec.operator
-        queries = 1 + (REFERENCE_SHARE if op is not None and op.kind in REFERENCE_KINDS else 0)
+        kind = op.kind if op is not None else ""
+        # the reference, and a dedup's keep-last query: outputs only, each a share of one
+        extra = (kind in REFERENCE_KINDS) + (kind == "dedup")
+        queries = 1 + REFERENCE_SHARE * extra
         disk = files * FILE_BYTES + load.events * ROW_BYTES
-        return JobCost(one * queries, disk_bytes=disk * (2 if queries > 1 else 1))
+        emulation = load.events / EMULATION_RECORDS_PER_S
+        return JobCost(one * queries + emulation, disk_bytes=disk * (1 + extra))
 
     def run_job(self, run: RunView, cfg: OperatorConfig, facts: DataFacts) -> pa.Table:
         job = self.run_reports(run, cfg, facts)
-        rows = report_rows(cfg, job.report, job.records, job.events, job.reference)
+        op = run.spec.operator
+        rows = report_rows(cfg, job.report, job.records, job.events, job.reference,
+                           job.keep_last, kind=op.kind if op is not None else "",
+                           emulated=job.emulated)
         return pa.Table.from_batches([rows.to_batch()])
 
     def run_reports(self, run: RunView, cfg: OperatorConfig, facts: DataFacts) -> JobReports:
@@ -337,7 +502,13 @@ class SparkSqlLane(Lane):
                 reference = run_query(spark, settings.reference(), batches, work,
                                       work / "reference-checkpoint", measure=False,
                                       parallelism=run.parallelism)
-        return JobReports(report, reference, records, events.num_rows)
+            keep_last = None
+            if settings.kind == "dedup":
+                keep_last = run_query(spark, query_settings(spec, cfg, keep_last=True),
+                                      batches, work, work / "keep-last-checkpoint",
+                                      measure=False, parallelism=run.parallelism)
+        return JobReports(report, reference, records, events.num_rows, keep_last,
+                          emulated_outputs(spec, events))
 
 
 SPARK_SQL_LANES: tuple[Lane, ...] = (SparkSqlLane(),)

@@ -26,39 +26,40 @@ and the TTL is ``ttl_ms / speedup`` wall ms. Under an EventTime spec the paced c
 for the records' time as long as the query keeps up. Every number is therefore timing-dependent
 or timed (:attr:`SparkTwsLane.metric_classes`).
 
-Rows (task = -1, the job; ``workloads.run.metrics`` names where they mean the same):
+Rows (task = -1, the job; ``workloads.run.metrics`` names where they mean the same; every
+batch from the query's ``StreamingQueryListener``, ``backends.spark.listener``; the query runs
+on after its last event until a batch started at or after the last data batch's time plus
+the TTL or timer, so the final sweep is in them; docs/spark-lanes.md has the table with
+Spark's name of each):
 
-* summary (``step`` = repetition): ``records`` (events), ``records_per_s`` (events over the
-  summed ``triggerExecution`` time of the batches that processed them: Spark's busy time,
-  planning and commit included), ``released_records_per_s`` (events over the release span),
-  ``latency_p50_us``, ``latency_p99_us``, ``latency_p999_us``, ``latency_max_us`` (per event:
-  its release to the end of the batch that processed it, real us),
-  ``batch_duration_p50_ms``, ``batch_duration_p99_ms``, ``batch_duration_max_ms`` (every
-  micro-batch's ``triggerExecution``), ``spark_batches`` (count), ``spark_query_s`` (s, first
-  release to the query's stop), ``spark_start_s`` (s, the query's start to the end of its
-  warm-up batch over an empty file, where the clock starts), ``ttl_removed_values`` (Spark's
-  ``numValuesRemovedDueToTTLExpiry``, summed), ``timers_registered`` (Spark's
-  ``numRegisteredTimers``), ``timers_fired`` (the model's: Spark's ``numExpiredTimers``
-  stayed 0 for a Python processor whose timers fired), ``state_commit_total_ms`` (ms,
-  ``commitTimeMs`` summed over batches; the TTL sweep runs inside it),
-  ``checkpoint_written_bytes`` (bytes of checkpoint files new after each batch, summed),
-  ``checkpoint_dir_final_bytes`` (the folder at the end), ``expired_returned`` (units reads
-  returned that the spec's TTL had expired: 0 under spark_ttl, not under spark_timer or
-  spark_no_ttl), ``spark_model_mismatches`` (reads where Spark's result differs from
-  ``backends.spark.tws_model`` replayed on its batch times: 0 expected) and, under spark_ttl
-  and spark_timer when the spec reads, ``ttl_changed_outputs``, ``ttl_compared_outputs``,
-  ``ttl_changed_results`` (reads whose result differs from the same events with nothing
-  expiring, read for read; that reference does not depend on timing, so it is replayed, not
-  run);
+* summary (``step`` = repetition): ``records``, ``records_per_s`` (events over the summed
+  ``triggerExecution`` of the batches that processed them), ``released_records_per_s``,
+  ``latency_p50_us``/``_p99_us``/``_p999_us``/``_max_us`` (per event: its release to the end of
+  the batch that processed it), ``batch_duration_p50_ms``/``_p99_ms``/``_max_ms``,
+  ``spark_batches``, ``spark_query_s``, ``spark_start_s``; Spark's own, summed over every
+  batch of the query: ``ttl_removed_values`` (``numValuesRemovedDueToTTLExpiry``),
+  ``timers_registered`` (``numRegisteredTimers``), ``state_commit_total_ms``
+  (``commitTimeMs``), ``state_updates_total_ms`` (``allUpdatesTimeMs``),
+  ``rocksdb_puts_total`` (``rocksdbPutCount``), ``rocksdb_bytes_written_total``
+  (``rocksdbTotalBytesWritten``) and, only when not 0, ``rocksdb_flush_bytes_written_total``
+  and ``rocksdb_compaction_bytes_written_total``; ``spark_min_deltas_for_snapshot`` (the
+  snapshot interval set); ``checkpoint_written_bytes`` (the state store's uploads after the
+  warm-up, summed: ``backends.spark.files.StateUploads``), ``checkpoint_dir_final_bytes``
+  (``state/**`` at the end); ``timers_fired``, ``expired_returned``,
+  ``spark_model_mismatches`` and ``ttl_changed_*`` (the model's, ``backends.spark.tws_model``);
+  under spark_ttl and spark_timer ``ttl_run_valid`` (:func:`ttl_run_valid`) with
+  ``ttl_wall_ms`` and ``data_batch_duration_p50_ms`` beside it;
 * per micro-batch (``step`` = batch id, ``logical_time_ms`` = its time on the paced clock),
-  every repetition: ``checkpoint_dir_bytes`` (the checkpoint folder after the batch),
-  ``checkpoint_uploaded_bytes`` (its files new since the previous batch);
-  repetition 0 only: ``state_rows`` (``numRowsTotal``), ``state_internal_rows``
-  (``rocksdbNumInternalColFamiliesKeys``: the TTL index and list counts ``numRowsTotal``
-  leaves out), ``state_memory_bytes``
-  (``memoryUsedBytes``), ``rocksdb_sst_bytes`` (``rocksdbSstFileSize``), ``state_commit_ms``,
-  ``batch_duration_ms``, ``live_entries`` and ``expired_present_entries`` (units held after the
-  batch's commit, live or expired by the spec's TTL at the commit's wall time: the model's).
+  every repetition: ``checkpoint_dir_bytes`` (``state/**`` after the batch),
+  ``checkpoint_uploaded_bytes`` (its uploads); repetition 0 only: ``state_rows``
+  (``numRowsTotal``), ``state_internal_rows`` (``rocksdbNumInternalColFamiliesKeys``),
+  ``ttl_removed_values_batch``, ``state_commit_ms``, ``state_updates_ms``, ``rocksdb_puts``,
+  ``rocksdb_bytes_written``, ``rocksdb_sst_bytes`` (only in a run where some batch had SST
+  files: with the changelog on, none until a snapshot), ``batch_duration_ms``,
+  ``live_entries`` and ``expired_present_entries`` (the model's).
+
+Left out: ``memoryUsedBytes`` (constant batch after batch: RocksDB's memtable arena and block
+cache, not the state).
 """
 
 from __future__ import annotations
@@ -73,6 +74,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from backends.strategies import (
+    SPARK_NO_TTL,
+    SPARK_TIMER,
+    SPARK_TTL,
+    SPARK_WATERMARK,
+    strategy_of_label,
+)
 from workloads.errors import first_line
 from workloads.lanes.base import Lane, RunView
 from workloads.lanes.cost import RESULT_ROWS_PER_JOB, JobCost, JobLoad, paced_span_s, values_s
@@ -113,6 +121,11 @@ FOREIGN_REASONS: Mapping[str, str] = {
               "swept every batch); spark_timer is the per-key timer a user writes"),
 }
 _TIMING = "timing-dependent"
+#: Spark's RocksDB write counters that stay 0 until RocksDB flushes or compacts (with the
+#: changelog on: only when a snapshot is taken): summary row -> Spark's custom metric.
+SOMETIMES_ZERO_SUMS = (("rocksdb_flush_bytes_written_total", "rocksdbTotalBytesWrittenByFlush"),
+                       ("rocksdb_compaction_bytes_written_total",
+                        "rocksdbTotalBytesWrittenByCompaction"))
 
 
 def _state_types_of(spec: WorkloadSpec) -> set[str] | str:
@@ -153,10 +166,16 @@ class SparkTwsLane(Lane):
     metric_classes: Mapping[str, str] = {m: _TIMING for m in (
         "live_entries", "expired_present_entries", "checkpoint_dir_bytes",
         "checkpoint_uploaded_bytes", "checkpoint_written_bytes", "checkpoint_dir_final_bytes",
-        "state_rows", "state_internal_rows", "state_memory_bytes", "rocksdb_sst_bytes",
-        "ttl_removed_values",
+        "state_rows", "state_internal_rows", "rocksdb_sst_bytes",
+        "ttl_removed_values", "ttl_removed_values_batch", "rocksdb_puts", "rocksdb_puts_total",
+        "rocksdb_bytes_written", "rocksdb_bytes_written_total",
+        "rocksdb_flush_bytes_written_total", "rocksdb_compaction_bytes_written_total",
+        "ttl_run_valid",
         "timers_registered", "timers_fired", "expired_returned", "spark_model_mismatches",
-        "ttl_changed_outputs", "ttl_compared_outputs", "ttl_changed_results", "spark_batches")}
+        "ttl_changed_outputs", "ttl_compared_outputs", "ttl_changed_results", "spark_batches")
+    } | {"spark_min_deltas_for_snapshot": "exact", "ttl_wall_ms": "exact",  # settings
+         "data_batch_duration_p50_ms": "timed", "state_updates_ms": "timed",
+         "state_updates_total_ms": "timed"}
 
     # ---------------------------------------------------------------- what it runs
     def spec_reason(self, run: RunView) -> str | None:
@@ -177,16 +196,17 @@ class SparkTwsLane(Lane):
     def strategy_reason(self, run: RunView, label: str) -> str | None:
         text = run.cleanup_of(label)
         name = text.split("(", 1)[0].strip()
+        registered = strategy_of_label(text)
         if name in FOREIGN_REASONS:
             return f"{self.name}: {FOREIGN_REASONS[name]}"
-        if name == "spark_watermark":
+        if registered is SPARK_WATERMARK:
             return (f"{self.name}: spark_watermark is the spark-sql lane's (its built-in "
                     "operators evict by watermark); transformWithState state expires by "
                     "spark_ttl or spark_timer")
         if name not in SPARK_STRATEGIES:
             return (f"{self.name} runs {', '.join(SPARK_STRATEGIES)}; '{text}' is not one of "
                     "them")
-        if name == "spark_no_ttl":
+        if registered is SPARK_NO_TTL:
             return None
         ttl = run.ttl_of(label)
         state = run.spec.state
@@ -340,14 +360,14 @@ def processor_settings(run: RunView, cfg: OperatorConfig) -> Any:
     """The processor of scenario ``cfg``: its state types, and its TTL or timer in wall ms."""
     from backends.spark.tws import SPARK_STATE_TYPES, ProcessorSettings
 
-    name = run.cleanup_of(cfg.strategy).split("(", 1)[0].strip()
+    registered = strategy_of_label(run.cleanup_of(cfg.strategy))
     wall = None if cfg.ttl_ms is None else max(1, round(cfg.ttl_ms / run.speedup))
     return ProcessorSettings(
         state_types=tuple(s for s in cfg.state_types if s in SPARK_STATE_TYPES),
         value_type=cfg.value_type,
         op_codes=tuple((op.spec_name, int(op)) for op in Op),
-        ttl_ms=wall if name == "spark_ttl" else None,
-        timer_ms=wall if name == "spark_timer" else None)
+        ttl_ms=wall if registered is SPARK_TTL else None,
+        timer_ms=wall if registered is SPARK_TIMER else None)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -388,6 +408,15 @@ def spark_batches(progress: list[dict[str, Any]], data_times: Any) -> tuple[list
     return batches, {t: i for i, t in owner.items()}
 
 
+def ttl_run_valid(batch_p50_ms: float, latency_p50_ms: float, expiry_ms: int) -> int:
+    """1 when a TTL (or timer) run kept up with its TTL, else 0: its data batches' median
+    duration and its events' median latency are both under the TTL. A query that falls
+    further behind than its TTL expires what it wrote by the batch lag, not by the spec's
+    clock (a batch longer than the TTL commits its own writes already expired), so its
+    numbers are not the TTL's and must not be ranked."""
+    return int(batch_p50_ms < expiry_ms and latency_p50_ms < expiry_ms)
+
+
 def _operator(progress: dict[str, Any]) -> dict[str, Any]:
     ops = progress.get("stateOperators") or []
     return ops[0] if ops else {}
@@ -396,6 +425,7 @@ def _operator(progress: dict[str, Any]) -> dict[str, Any]:
 def job_rows(run: RunView, cfg: OperatorConfig, facts: DataFacts, events: pa.Table,
              release_ms: np.ndarray, reads: int, processor: Any, result: Any) -> list[tuple]:
     """One query's rows (module docstring)."""
+    from backends.spark.listener import custom_metric, operator_metric
     from backends.spark.tws_model import replay
 
     rep = cfg.repetition
@@ -444,20 +474,34 @@ def job_rows(run: RunView, cfg: OperatorConfig, facts: DataFacts, events: pa.Tab
     add(rep, NO_TIME, "spark_query_s", result.wall_s, "s")
     add(rep, NO_TIME, "spark_start_s", result.start_s, "s")
 
+    whole = [*result.warm_up, *progress]  # every batch the query ran, from its listener
+
     def summed(key: str, custom: bool = True) -> float:
-        total = 0.0
-        for p in progress:
-            op = _operator(p)
-            total += float((op.get("customMetrics") or {}).get(key, 0) if custom
-                           else op.get(key, 0) or 0)
-        return total
+        pick = custom_metric if custom else operator_metric
+        return float(sum(pick(p, key) for p in whole))
 
     add(rep, NO_TIME, "ttl_removed_values", summed("numValuesRemovedDueToTTLExpiry"), "count")
     add(rep, NO_TIME, "timers_registered", summed("numRegisteredTimers"), "count")
     add(rep, NO_TIME, "state_commit_total_ms", summed("commitTimeMs", custom=False), "ms")
+    add(rep, NO_TIME, "state_updates_total_ms", summed("allUpdatesTimeMs", custom=False), "ms")
+    add(rep, NO_TIME, "rocksdb_puts_total", summed("rocksdbPutCount"), "count")
+    add(rep, NO_TIME, "rocksdb_bytes_written_total", summed("rocksdbTotalBytesWritten"), "bytes")
+    for metric, key in SOMETIMES_ZERO_SUMS:  # 0 until a flush or compaction ran: no row then
+        if summed(key):
+            add(rep, NO_TIME, metric, summed(key), "bytes")
+    add(rep, NO_TIME, "spark_min_deltas_for_snapshot", result.min_deltas_for_snapshot,
+        "versions")
     add(rep, NO_TIME, "checkpoint_written_bytes",
         sum(new for _, new in result.checkpoint_sizes.values()), "bytes")
     add(rep, NO_TIME, "checkpoint_dir_final_bytes", result.checkpoint_end_bytes, "bytes")
+    expiry_ms = processor.ttl_ms or processor.timer_ms
+    if expiry_ms:
+        data = [durations[i] for i in sorted(set(index_of.values()))]
+        data_p50 = float(np.percentile(data, 50)) if data else 0.0
+        lat_p50_ms = float(np.percentile(lat_us, 50)) / 1000.0 if len(lat_us) else 0.0
+        add(rep, NO_TIME, "ttl_wall_ms", expiry_ms, "ms")
+        add(rep, NO_TIME, "data_batch_duration_p50_ms", data_p50, "ms")
+        add(rep, NO_TIME, "ttl_run_valid", ttl_run_valid(data_p50, lat_p50_ms, expiry_ms), "flag")
 
     # the model, on the batch times Spark ran with
     op_codes = dict(processor.op_codes)
@@ -485,6 +529,7 @@ def job_rows(run: RunView, cfg: OperatorConfig, facts: DataFacts, events: pa.Tab
 
     # per micro-batch
     counts = {c.time_ms: c for c in model.batches}
+    sst_seen = any(custom_metric(p, "rocksdbSstFileSize") for p in progress)
     for i, p in enumerate(progress):
         batch = int(p["batchId"])
         t_wall = batches[i].time_ms
@@ -502,9 +547,15 @@ def job_rows(run: RunView, cfg: OperatorConfig, facts: DataFacts, events: pa.Tab
             # column families, which Spark counts apart
             add(batch, t, "state_internal_rows",
                 custom.get("rocksdbNumInternalColFamiliesKeys", 0), "rows")
-            add(batch, t, "state_memory_bytes", op.get("memoryUsedBytes", 0), "bytes")
-            add(batch, t, "rocksdb_sst_bytes", custom.get("rocksdbSstFileSize", 0), "bytes")
             add(batch, t, "state_commit_ms", op.get("commitTimeMs", 0), "ms")
+            add(batch, t, "state_updates_ms", op.get("allUpdatesTimeMs", 0), "ms")
+            add(batch, t, "rocksdb_puts", custom.get("rocksdbPutCount", 0), "count")
+            add(batch, t, "rocksdb_bytes_written", custom.get("rocksdbTotalBytesWritten", 0),
+                "bytes")
+            add(batch, t, "ttl_removed_values_batch",
+                custom.get("numValuesRemovedDueToTTLExpiry", 0), "count")
+            if sst_seen:  # with the changelog on, 0 until a snapshot flushed the memtable
+                add(batch, t, "rocksdb_sst_bytes", custom.get("rocksdbSstFileSize", 0), "bytes")
         add(batch, t, "batch_duration_ms", durations[i], "ms")
         c = counts.get(t_wall)
         if c is not None:

@@ -8,6 +8,14 @@ estimate against the state store's rows; a checkpoint's full state size against 
 folder's bytes). Each cell therefore names the engine's own metric, and the page never divides
 one engine's number by the other's: the table puts them side by side, with their spread and
 class, and says where a measure means something else on each side.
+
+Agreement with the emulation (the last column): the spark-sql lane compares its query keeping
+its state with the emulated operator without TTL over the same events, as multisets of output
+rows (``emulation_changed_share``: the share of rows one side emitted and the other did not;
+exact, from the events alone). The cell says "agree" when at most :data:`AGREEMENT_BAND` of
+them differ and "differ" otherwise - the interval join differs by design where Flink's
+operator skips the bids at ts <= lower_ms. Flink SQL's rows have no such number (the
+emulation is Flink's operator): "—", not measured.
 """
 
 from __future__ import annotations
@@ -30,6 +38,10 @@ from workloads.report.template import chart_html
 FLINK_SQL = "flink-sql"
 SPARK = "spark"
 SPARK_SQL = "spark-sql"
+#: The largest share of differing output rows at which Spark's outputs still "agree" with the
+#: emulation's.
+AGREEMENT_BAND = 0.05
+AGREEMENT = "agrees with the emulation"
 
 
 @dataclass(frozen=True)
@@ -49,7 +61,7 @@ MEASURES = (
             "Spark: the state store's rows (numRowsTotal)"),
     Measure("checkpoint", "checkpoint_bytes", "checkpoint_dir_bytes",
             "median over checkpoints. Flink: a completed checkpoint's full state size; Spark: the "
-            "checkpoint folder after a batch (offsets, commits, the state store's changelogs and "
+            "state store's files in its checkpoint after a batch (state/**: changelogs and "
             "snapshots)"),
     Measure("throughput", "records_per_s", "records_per_s",
             "the operator's input records over the job's busy time on both sides"),
@@ -60,7 +72,30 @@ MEASURES = (
             "rows the query emitted (Flink's changelog rows, Spark's sink rows)"),
     Measure("outputs changed", "ttl_changed_results", "ttl_changed_results",
             "the share of outputs the expiry changed against the same query keeping its state"),
+    Measure(AGREEMENT, "emulation_changed_share", "emulation_changed_share",
+            "Spark: the share of output rows that differ between its query keeping its state "
+            "and the emulated operator without TTL (a dedup's first rows, group_agg's final "
+            f"value per key); agree within {AGREEMENT_BAND:.0%}, else differ. Flink SQL: none"),
 )
+
+
+def agreement_verdict(changed: float, compared: float) -> str:
+    """"agree" when at most :data:`AGREEMENT_BAND` of the compared rows differ, else
+    "differ" (nothing compared: agree, both sides emitted nothing)."""
+    return "agree" if changed <= AGREEMENT_BAND * compared else "differ"
+
+
+def _agreement_cell(run: Run, key: ScenarioKey, cell: str) -> str:
+    """The agreement cell with its verdict (none where the lane compared nothing)."""
+    changed = stat(run, key, "emulation_changed_outputs")
+    compared = stat(run, key, "emulation_compared_outputs")
+    if changed is None or compared is None:
+        return cell
+    verdict = agreement_verdict(changed.center, compared.center)
+    klass = "same" if verdict == "agree" else "different"
+    return cell.replace("</td>", f'<br><span class="{klass}" data-verdict="{verdict}">'
+                                 f"{verdict} ({changed.center:,.0f} of "
+                                 f"{compared.center:,.0f} rows)</span></td>", 1)
 
 
 def _keys(run: Run, workload: str, side: str) -> list[ScenarioKey]:
@@ -87,6 +122,8 @@ def _table(run: Run, workload: str, keys: list[ScenarioKey]) -> str:
             metric = _metric(key, m)
             cell = stat_cell(stat(run, key, metric), unit_of(run, metric), metric,
                              metric_class(run, key, metric))
+            if m.title == AGREEMENT and engine_of(key.backend) == SPARK:
+                cell = _agreement_cell(run, key, cell)
             cells.append(cell.replace("</td>", f"<br><small>{escape(metric)}</small></td>", 1))
         rows.append(f'<tr data-backend="{escape(key.backend)}" '
                     f'data-strategy="{escape(key.strategy)}"><td>'
@@ -106,7 +143,8 @@ ENGINE_COLOURS = {FLINK_SQL: ("Flink SQL", "#1f77b4"), SPARK: ("Spark", "#ff7f0e
 def _figure(run: Run, workload: str, keys: list[ScenarioKey]) -> Chart:
     """One panel per measure, a bar per lane and strategy, each engine's bars a trace of its
     own (so the legend names the engines), each panel's y axis titled with its units."""
-    shown = [m for m in MEASURES if m.title != "latency"]  # the latencies measure different things
+    # the latencies measure different things; the agreement is Spark's only
+    shown = [m for m in MEASURES if m.title not in ("latency", AGREEMENT)]
     fig = make_subplots(rows=1, cols=len(shown), subplot_titles=[m.title for m in shown],
                         horizontal_spacing=0.08)
     labels = {k: f"{k.backend}<br>{k.strategy}" for k in keys}

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from backends import strategies
 from workloads.report.checkpoint_noise import layout_noise
 from workloads.report.engines import engine_lanes, engine_of, engine_order, possessive
 from workloads.report.findings import Sentence
@@ -70,7 +71,7 @@ from workloads.report.stats import Stat, stat
 from workloads.report.verdict import ALPHA, compare_scenarios
 from workloads.results.summaries import repetition_values
 
-BASELINE = "none"
+BASELINE = strategies.BASELINE
 #: The share of an operator's outputs its TTL changed (``workloads.operators.results``).
 CHANGED_RESULTS = "ttl_changed_results"
 #: The knob of a TTL sweep (``workloads.run.sweep``: scenarios ``ttl(ms=V)``).
@@ -552,14 +553,49 @@ def sweep_tradeoff(run: Run, keys: list[ScenarioKey], state: Pick
     return rec, s.t(". The smallest state that changes no output: ").b(rec.strategy).t(".")
 
 
-def decide(run: Run, workload: str, backend: str) -> BackendDecision | None:
-    """One backend's row: its picks and recommendation (None when nothing ran on it)."""
-    keys = [k for k in run.scenarios(workload)
-            if k.backend == backend and k not in run.not_applicable]
+def kept_up(run: Run, key: ScenarioKey) -> bool:
+    """False for a TTL run whose lane marked it invalid in any repetition (``ttl_run_valid``
+    0: its batches or its latency were at least the TTL, so what expired was its lag's, not
+    the strategy's): such a run is shown, never ranked."""
+    valid = stat(run, key, "ttl_run_valid")
+    return valid is None or valid.lo >= 1
+
+
+#: The figures that show why a TTL run was invalid: (label, metric, unit).
+_VALIDITY_FIGURES = (("median batch", "data_batch_duration_p50_ms", "ms"),
+                     ("p50 latency", "latency_p50_us", "us"), ("TTL", "ttl_wall_ms", "ms"))
+
+
+def _not_ranked(run: Run, keys: list[ScenarioKey]) -> Sentence | None:
+    """The line naming each scenario left out of the ranking as invalid, with the figures
+    that made it so."""
     if not keys:
         return None
-    picks = {column: pick(run, keys, metrics) for column, _, metrics in COLUMNS}
-    rec, sentence = recommend(run, keys, picks)
+    s = Sentence().t("Not ranked (a TTL run that did not keep up with its TTL): ")
+    for i, key in enumerate(keys):
+        s.t("; " if i else "").b(key.strategy)
+        shown = [f"{label} {fmt_value(found.center, unit)}"
+                 for label, metric, unit in _VALIDITY_FIGURES
+                 if (found := stat(run, key, metric)) is not None]
+        if shown:
+            s.t(f" ({', '.join(shown)})")
+    return s.t(".")
+
+
+def decide(run: Run, workload: str, backend: str) -> BackendDecision | None:
+    """One backend's row: its picks and recommendation (None when nothing ran on it). A TTL
+    run its lane marked invalid (:func:`kept_up`) is left out of the ranking and named."""
+    ran = [k for k in run.scenarios(workload)
+           if k.backend == backend and k not in run.not_applicable]
+    keys = [k for k in ran if kept_up(run, k)]
+    if not ran:
+        return None
+    invalid = _not_ranked(run, [k for k in ran if k not in keys])
+    picks = {column: pick(run, keys, metrics) if keys else None for column, _, metrics in COLUMNS}
+    rec, sentence = recommend(run, keys, picks) if keys else (None, Sentence())
+    if invalid is not None:
+        sentence = (sentence.t(" ") if sentence.parts else sentence)
+        sentence.parts.extend(invalid.parts)
     return BackendDecision(backend, picks, rec, sentence)
 
 

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 # what rows mean is defined with the summaries, once; re-exported for the report's modules
-from workloads.report.engines import engine_of
+from backends.cleanup.counters import MECHANISMS as CLEANUP_MECHANISMS
+from backends.strategies import mechanism_title, strategy_of_label
+from workloads.lanes import LANES
+from workloads.report.engines import engine_of, engine_title
 from workloads.results.summaries import NOT_APPLICABLE as NOT_APPLICABLE
 from workloads.results.summaries import STORED_ENTRIES
 from workloads.results.summaries import lag_metric as lag_metric
@@ -65,14 +68,10 @@ GROUPS: tuple[tuple[str, str], ...] = (
 #: of their numbers gets no table rather than a table of dashes.
 OPTIONAL_GROUPS = frozenset({"schedule", "rocksdb", "checkpoint_model"})
 
-#: Cleanup mechanisms, each with its own lag histogram (``cleanup_lag_<mechanism>_<stat>_ms``).
-MECHANISMS: tuple[tuple[str, str], ...] = (
-    ("read", "on read"),
-    ("incremental", "incremental"),
-    ("timer", "timer"),
-    ("compaction_filter", "compaction filter"),
-    ("full_snapshot", "full snapshot"),
-)
+#: Cleanup mechanisms, each with its own lag histogram (``cleanup_lag_<mechanism>_<stat>_ms``):
+#: the backends' counters, named as their strategies are (``backends.strategies``).
+MECHANISMS: tuple[tuple[str, str], ...] = tuple(
+    (mechanism, mechanism_title(mechanism)) for mechanism in CLEANUP_MECHANISMS)
 LAG_STATS = ("p50", "p99", "max")
 
 
@@ -100,7 +99,8 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec("spark_start_s", "Spark query start-up", "s", "throughput", -1),
     MetricSpec("ttl_removed_values", "values removed by Spark's TTL", "count", "cleanup", 0,
                cls=TIMING_DEPENDENT),
-    MetricSpec("checkpoint_written_bytes", "checkpoint files written, summed", "bytes",
+    MetricSpec("checkpoint_written_bytes", "state store checkpoint files uploaded, summed",
+               "bytes",
                "checkpoint", -1, cls=TIMING_DEPENDENT),
     MetricSpec("spark_model_mismatches", "reads unlike the TTL model's", "count", "correctness",
                -1, cls=TIMING_DEPENDENT),
@@ -137,13 +137,59 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec("state_rows_removed", "state store rows removed", "rows", "state", 0,
                cls=TIMING_DEPENDENT),
     MetricSpec("state_memory_bytes", "state store memory", "bytes", "state", -1,
+               legacy=True, cls=TIMING_DEPENDENT),
+    # Spark's own per-batch and per-query numbers, as its StreamingQueryProgress names them
+    # (workloads.lanes.spark_tws, spark_sql)
+    MetricSpec("state_updates_ms", "state updates (allUpdatesTimeMs)", "ms", "latency", -1),
+    MetricSpec("state_updates_total_ms", "state updates, summed (allUpdatesTimeMs)", "ms",
+               "throughput", -1),
+    MetricSpec("rocksdb_puts", "RocksDB puts per batch (rocksdbPutCount)", "count", "rocksdb", 0,
                cls=TIMING_DEPENDENT),
+    MetricSpec("rocksdb_puts_total", "RocksDB puts (rocksdbPutCount)", "count", "rocksdb", 0,
+               cls=TIMING_DEPENDENT),
+    MetricSpec("rocksdb_bytes_written", "RocksDB bytes written per batch "
+               "(rocksdbTotalBytesWritten)", "bytes", "rocksdb", -1, cls=TIMING_DEPENDENT),
+    MetricSpec("rocksdb_bytes_written_total", "RocksDB bytes written "
+               "(rocksdbTotalBytesWritten)", "bytes", "rocksdb", -1, cls=TIMING_DEPENDENT),
+    MetricSpec("rocksdb_flush_bytes_written_total", "RocksDB bytes written by flushes",
+               "bytes", "rocksdb", -1, cls=TIMING_DEPENDENT),
+    MetricSpec("rocksdb_compaction_bytes_written_total", "RocksDB bytes written by compactions",
+               "bytes", "rocksdb", -1, cls=TIMING_DEPENDENT),
+    MetricSpec("spark_min_deltas_for_snapshot", "snapshot every N batches "
+               "(minDeltasForSnapshot)", "batches", "checkpoint", 0, cls=EXACT),
+    MetricSpec("ttl_removed_values_batch", "values removed by Spark's TTL per batch", "count",
+               "cleanup", 0, cls=TIMING_DEPENDENT),
+    MetricSpec("ttl_run_valid", "TTL run kept up with its TTL (1) or not (0: not ranked)",
+               "flag", "correctness", 0, cls=TIMING_DEPENDENT),
+    MetricSpec("ttl_wall_ms", "TTL on the wall clock", "ms", "correctness", 0, cls=EXACT),
+    MetricSpec("data_batch_duration_p50_ms", "micro-batch p50, batches with data", "ms",
+               "latency", -1),
+    MetricSpec("state_evicted_by_watermark", "state evicted by the watermark (0: unbounded)",
+               "flag", "correctness", 0, cls=EXACT),
+    MetricSpec("keep_last_outputs", "keep-last dedup outputs", "count", "correctness", 0,
+               cls=TIMING_DEPENDENT),
+    MetricSpec("keep_last_keys", "keep-last dedup keys", "count", "correctness", 0,
+               cls=TIMING_DEPENDENT),
+    MetricSpec("keep_last_changed_keys", "keep-last keys unlike the emulation's", "count",
+               "correctness", -1, cls=TIMING_DEPENDENT),
+    MetricSpec("keep_last_compared_keys", "keep-last keys compared with the emulation", "count",
+               "correctness", 0, cls=TIMING_DEPENDENT),
+    MetricSpec("keep_last_changed_share", "keep-last keys unlike the emulation's", "share",
+               "correctness", -1, cls=TIMING_DEPENDENT),
+    MetricSpec("emulation_changed_outputs", "outputs unlike the emulation's", "count",
+               "correctness", -1, cls=TIMING_DEPENDENT),
+    MetricSpec("emulation_compared_outputs", "outputs compared with the emulation", "count",
+               "correctness", 0, cls=TIMING_DEPENDENT),
+    MetricSpec("emulation_changed_share", "outputs unlike the emulation's", "share",
+               "correctness", -1, cls=TIMING_DEPENDENT),
     MetricSpec("rows_dropped_by_watermark", "rows dropped by the watermark", "count",
                "correctness", 0, cls=TIMING_DEPENDENT),
     MetricSpec("watermark_ms", "watermark", "ms", "state", 0, cls=TIMING_DEPENDENT),
-    MetricSpec("checkpoint_dir_bytes", "checkpoint folder", "bytes", "checkpoint", -1,
+    MetricSpec("checkpoint_dir_bytes", "state store checkpoint files (state/**)", "bytes",
+               "checkpoint", -1,
                cls=TIMING_DEPENDENT),
-    MetricSpec("checkpoint_dir_final_bytes", "checkpoint folder at the end", "bytes",
+    MetricSpec("checkpoint_dir_final_bytes", "state store checkpoint files (state/**) at the end",
+               "bytes",
                "checkpoint", -1, cls=TIMING_DEPENDENT),
     # ForSt (flink-forst): the files in its local working folder and on its primary folder
     MetricSpec("physical_local_bytes", "physical bytes, local", "bytes", "state", -1,
@@ -242,22 +288,12 @@ def spec_for(name: str, unit: str = "") -> MetricSpec:
 
 #: The clock under which counted numbers repeat from run to run.
 LOGICAL_CLOCK = "EventTime"
-#: Backends whose files are RocksDB's (statebench's and Flink's): their on-disk layout at any
-#: moment depends on when the background flushes and compactions ran.
-ROCKSDB_BACKENDS = frozenset({"rocksdb", "flink-rocksdb", "flink-forst"})
-#: Flink's RocksDB lane: its full snapshots too differ between same-seed runs (measured: two
-#: in-process runs of sessions-churn with ``mode = "full"``, 2 of 6 checkpoints 46 kB apart),
-#: where statebench's canonical full snapshots are identical.
-FLINK_ROCKSDB = "flink-rocksdb"
-#: Flink's ForSt lane: RocksDB underneath, native (file) checkpoints in both modes, like it.
-FLINK_FORST = "flink-forst"
 #: Physical sizes: RocksDB's files (SST files + memtables) on a RocksDB backend; on statebench's
 #: heap the footprint of the Python objects its states hold, which with the engines'
 #: checkpoint model (copy-on-write of list and map containers while an asynchronous snapshot
 #: runs) moves slightly from run to run (two same-seed runs of sessions-churn: up to 0.02%
 #: apart at 17 of 44 samples); Flink's heap lane counts serialized sizes, identical run to run.
 FILE_SIZE_METRICS = frozenset({"physical_bytes"})
-HEAP = "heap"
 #: Checkpoint sizes: canonical full snapshots are a function of the state's contents; RocksDB's
 #: incremental checkpoints are the SST files that exist at the barrier.
 CHECKPOINT_SIZE_METRICS = frozenset({"checkpoint_bytes", "checkpoint_uploaded_bytes",
@@ -265,12 +301,6 @@ CHECKPOINT_SIZE_METRICS = frozenset({"checkpoint_bytes", "checkpoint_uploaded_by
 #: Numbers that stay exact even where the state's layout is timing-dependent: expired values
 #: returned must be 0 whatever happens, records processed is the input.
 ALWAYS_EXACT = frozenset({"expired_returned", "records"})
-#: The engine of the flink-sql lanes (``workloads.lanes.flink_sql``): a real Flink SQL job whose
-#: TTL, watermarks and checkpoints run on the paced wall clock whatever the spec's clock.
-FLINK_SQL_ENGINE = "flink-sql"
-#: The engine of Spark's lanes (``workloads.lanes.spark_*``): a real streaming query whose
-#: micro-batches, state store maintenance and (spark-tws) TTL run on the wall clock.
-SPARK_ENGINE = "spark"
 
 
 @dataclass(frozen=True)
@@ -288,8 +318,6 @@ class MetricClass:
 def lane_class(backend: str, metric: str) -> MetricClass | None:
     """The class a job lane gives one of its numbers (``Lane.metric_classes``), where it says:
     a lane that runs a whole engine job knows which of the engine's numbers repeat."""
-    from workloads.lanes import LANES
-
     lane = LANES.get(backend)
     cls = None if lane is None else lane.metric_classes.get(metric)
     if cls is None:
@@ -333,21 +361,17 @@ def class_of(metric: str, backend: str = "", strategy: str = "", *,
                                              "background flushes and compactions ran")
     if metric in ALWAYS_EXACT:
         return MetricClass(EXACT)
-    engine = engine_of(backend)  # the lane registry's, never a guess from the name
-    if engine == FLINK_SQL_ENGINE:
-        return MetricClass(TIMING_DEPENDENT, "a real Flink SQL job: its TTL, watermarks and "
-                                             "checkpoints run on the paced wall clock")
-    if engine == SPARK_ENGINE:
-        return MetricClass(TIMING_DEPENDENT, "a real Spark streaming query: its micro-batches, "
-                                             "state store maintenance and TTL run on the wall "
-                                             "clock")
+    timing = engine_title(engine_of(backend)).timing  # the lane registry's engine
+    if timing:
+        return MetricClass(TIMING_DEPENDENT, timing)
     if clock != LOGICAL_CLOCK:
         return MetricClass(TIMING_DEPENDENT, f"{clock} clock: counts depend on wall time")
-    on_rocksdb = backend in ROCKSDB_BACKENDS
+    lane = LANES.get(backend)  # what the lane says of its numbers (an older run's: nothing)
+    on_rocksdb = lane is not None and lane.background_compactions
     if on_rocksdb and metric in FILE_SIZE_METRICS:
         return MetricClass(TIMING_DEPENDENT, "file sizes depend on background flushes and "
                                              "compactions")
-    if backend == HEAP and metric in FILE_SIZE_METRICS:
+    if lane is not None and lane.copy_on_write_sizes and metric in FILE_SIZE_METRICS:
         return MetricClass(TIMING_DEPENDENT, "copy-on-write during asynchronous snapshots: "
                                              "which containers were copied depends on when "
                                              "each snapshot's asynchronous part ran")
@@ -355,11 +379,12 @@ def class_of(metric: str, backend: str = "", strategy: str = "", *,
         return MetricClass(TIMING_DEPENDENT, "incremental checkpoints hold the SST files that "
                                              "exist at the barrier: background compactions "
                                              "decide which")
-    if backend in (FLINK_ROCKSDB, FLINK_FORST) and metric in CHECKPOINT_SIZE_METRICS:
+    if lane is not None and lane.layout_checkpoints and metric in CHECKPOINT_SIZE_METRICS:
         return MetricClass(TIMING_DEPENDENT, "Flink's RocksDB snapshots follow its SST layout "
                                              "in full mode too: background compactions move "
                                              "them")
-    if on_rocksdb and strategy.split("(", 1)[0].strip() == "compaction_filter":
+    cleanup = strategy_of_label(strategy)
+    if on_rocksdb and cleanup is not None and cleanup.cleans_in_compactions:
         return MetricClass(TIMING_DEPENDENT, "the compaction filter drops entries when "
                                              "background compactions run")
     return MetricClass(EXACT)
