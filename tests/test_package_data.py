@@ -43,3 +43,12 @@ def test_the_package_data_check_can_fail() -> None:
     data = package_data()
     assert not shipped(ROOT / "docs" / "results" / "per-op.json", data)
     assert not shipped(ROOT / "workloads" / "report" / "data" / "x.csv", data)
+
+
+def test_every_java_source_the_lanes_compile_is_package_data() -> None:
+    """The Flink worker, the Flink SQL job and Spark's JVM processor are compiled from their
+    sources on first use: an installed statebench without them cannot run those lanes."""
+    sources = sorted((ROOT / "backends").rglob("*.java"))
+    assert sources
+    missing = [p.relative_to(ROOT).as_posix() for p in sources if not shipped(p, package_data())]
+    assert missing == []

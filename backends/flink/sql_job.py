@@ -26,15 +26,29 @@ The queries (Nexmark's, over the events' columns; ``SqlJob.query``):
   not by the TTL);
 * ``group_agg``: ``agg`` of the price per ``group_by`` (auction | bidder; category: the
   auctions' initial price per category) (GroupAggFunction, a ValueState of the accumulator
-  row per key).
+  row per key);
+* ``sliding_window`` (q5's window): ``agg`` per ``group_by`` per ``HOP`` window of
+  ``window_ms`` sliding by ``slide_ms`` (the sliced window aggregate, slices shared);
+* ``session_window`` (q11): ``agg`` per ``group_by`` per ``SESSION`` of gap ``gap_ms``
+  (the unsliced, merging window aggregate);
+* ``interval_join``: bids joined with their auction when ``bid.ts - auction.ts`` is in
+  ``lower_ms .. upper_ms`` (RowTimeIntervalJoin; ``category >= 0``: that category only);
+* ``topn`` (q19): the ``top_n`` highest bids per ``group_by``, ``ROW_NUMBER() ... <= top_n``
+  without the rank column (AppendOnlyTopNFunction).
 
-Time: SQL's TTL runs on processing time. The job runs on a paced clock, as statebench's
-ProcessingTime runs do (``workloads.run.pacing``): a ``PACE(ts)`` function in the source's
-computed rowtime column releases each record when ``start_ms + wall elapsed * speedup >= ts``,
-and the keyed backends' TtlTimeProvider is that clock (a wrapping state-backend factory), so
-``ttl_ms`` is in the records' milliseconds and the RocksDB compaction filter reads the same
-clock. A job that cannot keep up releases records late (``late_records``,
-``schedule_lag_max_ms``, as the paced lanes report).
+Each window query's row is the emulated operator's (key, [start,] window end in epoch ms,
+aggregate), the join's and Top-N's the emulation's values, each with ``out_ts`` last.
+
+Time: every job runs on a paced clock, as statebench's ProcessingTime runs do
+(``workloads.run.pacing``): a ``PACE(ts)`` function in the source's computed rowtime column
+releases each record when ``start_ms + wall elapsed * speedup >= ts``. A job that cannot keep
+up releases records late (``late_records``, ``schedule_lag_max_ms``, as the paced lanes
+report). The keyed backends' TtlTimeProvider (a wrapping state-backend factory; the RocksDB
+compaction filter reads it too) is ``ttl_clock``: ``paced``, that clock; ``event``, the
+records' time the keyed operator has reached (its task's input watermark + bound + 1, with a
+watermark after every record, output buffers flushed at once and the source held until the
+keyed tasks took in the record before), so a TTL expires on the records' time whatever the
+machine's load - the emulation's TTL clock under EventTime.
 
 What a job reports (``run_sql_jobs``): ``records`` and ``records_per_s`` (records released over
 the wall time from the first to the last release: under pacing, the schedule's rate while the
@@ -89,8 +103,10 @@ from backends.flink.worker import JVM_OPTIONS
 
 MAIN = "statebench.flink.sql.SqlJob"
 SOURCES = Path(__file__).resolve().parent / "sql_java"
-KINDS = ("dedup", "regular_join", "tumbling_window", "group_agg")
+KINDS = ("dedup", "regular_join", "tumbling_window", "sliding_window", "group_agg",
+         "interval_join", "topn", "session_window")
 BACKENDS = ("hashmap", "rocksdb")
+TTL_CLOCKS = ("paced", "event")
 #: The reporter factory Flink finds through the service loader (written into the build).
 _SERVICES = {
     "org.apache.flink.metrics.reporter.MetricReporterFactory":
@@ -224,6 +240,11 @@ class SqlJobConfig:
     start_ms: int = 0
     out_of_orderness_ms: int = 0
     window_ms: int = 10_000
+    slide_ms: int = 2_000
+    gap_ms: int = 1_000
+    lower_ms: int = 0
+    upper_ms: int = 10_000
+    top_n: int = 3
     category: int = -1
     group_by: str = "auction"
     agg: str = "max"
@@ -231,20 +252,31 @@ class SqlJobConfig:
     query_time_after_num_entries: int = 1000
     #: report a 64-bit hash of every output row (kind and values): ``output_hashes``
     collect_outputs: bool = False
+    #: the keyed backends' TTL clock: ``paced`` (the paced wall clock) or ``event`` (the
+    #: records' time the keyed operator has reached: its input watermark + bound + 1)
+    ttl_clock: str = "paced"
     conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"query kind {self.kind!r}: the SQL job runs {', '.join(KINDS)}")
+        if self.ttl_clock not in TTL_CLOCKS:
+            raise ValueError(f"ttl_clock {self.ttl_clock!r}: expected {' or '.join(TTL_CLOCKS)}")
         if self.backend not in BACKENDS:
             raise ValueError(f"backend {self.backend!r}: expected {' or '.join(BACKENDS)}")
-        for name in ("count", "parallelism", "window_ms", "sample_interval_ms"):
+        for name in ("count", "parallelism", "window_ms", "slide_ms", "gap_ms", "top_n",
+                     "sample_interval_ms"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.checkpoint_interval_ms < 10:
             raise ValueError("checkpoint_interval_ms must be >= 10 (Flink's minimum)")
         if self.ttl_ms < 0 or self.out_of_orderness_ms < 0 or self.start_ms < 0:
             raise ValueError("ttl_ms, out_of_orderness_ms and start_ms must be >= 0")
+        if self.kind == "sliding_window" and self.window_ms % self.slide_ms:
+            raise ValueError(f"slide_ms {self.slide_ms} must divide window_ms {self.window_ms} "
+                             "(Flink's sliced HOP window)")
+        if self.lower_ms > self.upper_ms:
+            raise ValueError(f"lower_ms {self.lower_ms} must be <= upper_ms {self.upper_ms}")
         if not self.speedup > 0:
             raise ValueError(f"speedup must be > 0, got {self.speedup}")
 

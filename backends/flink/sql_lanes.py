@@ -12,19 +12,40 @@ compaction filter and the HashMap backend's incremental cleanup of 5 entries per
 
 from __future__ import annotations
 
-from backends.strategies import parse_strategy
+from dataclasses import dataclass
 
+from backends.strategies import COMPACTION_FILTER, parse_strategy
+
+
+@dataclass(frozen=True)
+class SqlBackend:
+    """A Flink state backend a SQL job runs on, with what the lanes and the report ask of it
+    (so nothing compares its name)."""
+
+    #: Flink's name of it in the job's request (``SqlJob``: hashmap | rocksdb)
+    name: str
+    #: the one cleanup SQL's TTL gives on it (a strategy label, as statebench names it)
+    cleanup: str
+    #: whether that cleanup runs with any arguments (a backend configuration key, not SQL's)
+    any_arguments: bool
+    #: whether it takes the spec's ``[rocksdb]`` options and reports RocksDB's properties
+    #: (an entry estimate among them; the HashMap backend exposes no state-size metric)
+    rocksdb: bool
+
+
+ROCKSDB = SqlBackend("rocksdb", "compaction_filter", any_arguments=True, rocksdb=True)
+HASHMAP = SqlBackend("hashmap", "incremental(5, false)", any_arguments=False, rocksdb=False)
 #: Lane backend name -> the Flink state backend its SQL job runs on.
-SQL_LANES: dict[str, str] = {"flink-sql": "rocksdb", "flink-sql-heap": "hashmap"}
+SQL_BACKENDS: dict[str, SqlBackend] = {"flink-sql": ROCKSDB, "flink-sql-heap": HASHMAP}
+SQL_LANES: dict[str, str] = {lane: b.name for lane, b in SQL_BACKENDS.items()}
 #: The ``[operator]`` kinds the SQL job has a query for (``SqlJob.query``).
-SQL_KINDS = ("dedup", "regular_join", "tumbling_window", "group_agg")
-#: The one strategy SQL's TTL gives on each backend (its label, as statebench names it).
-SQL_CLEANUP = {"rocksdb": "compaction_filter", "hashmap": "incremental(5, false)"}
+SQL_KINDS = ("dedup", "regular_join", "tumbling_window", "sliding_window", "group_agg",
+             "interval_join", "topn", "session_window")
 
 
 def query_time_after_num_entries(strategy: str) -> int:
     """The compaction filter's ``queryTimeAfterNumEntries`` of a strategy (1000: Flink's)."""
     parsed = parse_strategy(strategy)
-    if parsed.name == "compaction_filter" and parsed.args:
+    if parsed.kind is COMPACTION_FILTER and parsed.args:
         return int(parsed.args[0])
     return 1000

@@ -125,7 +125,7 @@ def test_section_shows_the_rows_numbers(real_run: Path) -> None:
 
     entries = _table_row(html, ENTRIES)
     real_peak = max(_rows(real_run, "flink-sql", "estimated_entries").values())
-    emu_peak = max(_rows(real_run, "flink-rocksdb", "live_entries").values())
+    emu_peak = max(_rows(real_run, "flink-rocksdb", "estimated_entries").values())
     assert _values(entries) == [real_peak, emu_peak]
     expected = agreement(real_peak / emu_peak, "regular_join", ENTRIES, "flink-sql",
                        "flink-rocksdb", ttl=True)
@@ -167,7 +167,8 @@ def test_no_section_without_a_real_lane(real_run: Path, tmp_path: Path) -> None:
 # --- synthetic runs: each verdict branch ---------------------------------------------------
 
 def _synthetic(folder: Path, kind: str, lanes: dict[str, dict[str, list[float]]],
-               ttl_ms: int | None = None, strategy: str = "s") -> Path:
+               ttl_ms: int | None = None, strategy: str = "s",
+               time_characteristic: str = "EventTime") -> Path:
     """A run folder of one workload ``w`` of ``kind``: per lane, metric -> values (summary
     metrics one per repetition, series one per sample, checkpoints one per checkpoint)."""
     rows = []
@@ -183,7 +184,7 @@ def _synthetic(folder: Path, kind: str, lanes: dict[str, dict[str, list[float]]]
                              "metric": metric, "value": v, "unit": unit})
     folder.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows), folder / "rows.parquet")
-    state = {"time_characteristic": "EventTime"} | ({"ttl_ms": ttl_ms} if ttl_ms else {})
+    state = {"time_characteristic": time_characteristic} | ({"ttl_ms": ttl_ms} if ttl_ms else {})
     spec = {"name": "w", "operator": {"kind": kind}, "state": state,
             "checkpoints": {"mode": "full"}}
     (folder / "run.json").write_text(json.dumps({"run_id": "x", "spec": spec}), "utf-8")
@@ -424,7 +425,8 @@ def test_a_differ_names_the_real_jobs_lag_where_flinks_ttl_applies(tmp_path: Pat
                 "flink-rocksdb": _lane("live_entries", 1000, 1000, outputs=28_367,
                                        changed=0.194)}
 
-    join = _pair(_synthetic(tmp_path / "j", "regular_join", lanes(20_005, 0.431), ttl_ms=500))
+    join = _pair(_synthetic(tmp_path / "j", "regular_join", lanes(20_005, 0.431), ttl_ms=500,
+                            time_characteristic="ProcessingTime"))
     for name in (OUTPUTS, TTL_CHANGED):
         v = join.measure(name).agreement
         assert v.code == "differ" and "2.38 s behind its paced clock" in v.text, name

@@ -5,20 +5,22 @@
 What they run is what SQL lets a user set: the query of an operator kind the job has
 (``backends.flink.sql_lanes.SQL_KINDS``), and ``table.exec.state.ttl``, which always configures
 the backend's default background cleanup (the planner's state TTL config keeps it on): RocksDB's
-compaction filter, the HashMap backend's incremental cleanup of 5 entries per access.
+compaction filter, the HashMap backend's incremental cleanup of 5 entries per access. Every
+``[operator]`` kind has a query; the TTL's clock is the emulation's
+(``workloads.lanes.flink_sql_job``).
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from backends.flink.sql_lanes import SQL_CLEANUP, SQL_KINDS, SQL_LANES
-from backends.strategies import parse_strategy
+from backends.flink.sql_lanes import SQL_BACKENDS, SQL_KINDS, SQL_LANES
+from backends.strategies import NONE, parse_strategy
 from workloads.lanes.base import Lane, RunView, foreign_strategy_reason
 from workloads.lanes.cost import JobCost, JobLoad, job_lane_cost, paced_span_s
 from workloads.lanes.flink_sql_job import run_sql_scenario
 from workloads.run.config import DataFacts, OperatorConfig
-from workloads.spec import WorkloadSpec
+from workloads.spec import OperatorSpec, WorkloadSpec
 
 #: Wall seconds of a flink-sql job beyond its paced span: a JVM, Flink's MiniCluster and the
 #: planner, and the reference job's own start (docs/guide.md, "The estimate's rates").
@@ -44,14 +46,29 @@ def spec_problem(lane: str, operator_kind: str | None) -> str | None:
     return None
 
 
-#: The longest window the SQL job takes: its interval literal (``SqlJob.interval``) is Flink's
-#: ``HOUR TO SECOND`` of the default precision, hours up to 99; a longer one failed the job
-#: after the other lanes' jobs ("the SQL job takes 1 ms to 99 h").
+#: The longest interval (window, slide, gap, join bound) the SQL job takes: its interval
+#: literal (``SqlJob.interval``) is Flink's ``HOUR TO SECOND`` of the default precision, hours
+#: up to 99; a longer one failed the job after the other lanes' jobs ("the SQL job takes 1 ms
+#: to 99 h").
 MAX_WINDOW_MS = 100 * 3_600_000 - 1
 #: The last instant of Flink SQL's TIMESTAMP_LTZ (9999-12-31 23:59:59.999, epoch ms), the
 #: type of the job's event time (``TO_TIMESTAMP_LTZ(PACE(ts), 3)``): a spec whose events go
 #: past it (start_ms 2.6e14, year 10209) ran the job until its 15-minute timeout.
 MAX_TIMESTAMP_MS = 253_402_300_799_999
+
+
+def query_intervals(op: OperatorSpec) -> dict[str, int]:
+    """The interval literals of ``op``'s query (``SqlJob.query``), by what they are, in ms:
+    the windows' size, slide and gap, the interval join's bounds (either sign)."""
+    if op.kind == "tumbling_window":
+        return {"window": op.window_ms}
+    if op.kind == "sliding_window":
+        return {"window": op.window_ms, "slide": op.slide_ms}
+    if op.kind == "session_window":
+        return {"session gap": op.gap_ms}
+    if op.kind == "interval_join":
+        return {"join bound": max(abs(op.lower_ms), abs(op.upper_ms))}
+    return {}
 
 
 def range_problem(lane: str, spec: WorkloadSpec) -> str | None:
@@ -62,10 +79,12 @@ def range_problem(lane: str, spec: WorkloadSpec) -> str | None:
     op = spec.operator
     if op is None or spec.time is None:
         return None
-    window = op.window_ms if op.kind == "tumbling_window" else 0
-    if window > MAX_WINDOW_MS:
-        return (f"backend '{lane}': a window of {window} ms; the Flink SQL job's window is an "
-                f"interval of 1 ms to 99 h (at most {MAX_WINDOW_MS} ms)")
+    intervals = query_intervals(op)
+    for name, ms in intervals.items():
+        if ms > MAX_WINDOW_MS:
+            return (f"backend '{lane}': a {name} of {ms} ms; the Flink SQL job's {name} is an "
+                    f"interval of 1 ms to 99 h (at most {MAX_WINDOW_MS} ms)")
+    window = max(intervals.values(), default=0)
     timeline = Timeline(spec.time)
     top = timeline.start_ms + timeline.duration_ms + window
     if top > MAX_TIMESTAMP_MS:
@@ -97,14 +116,13 @@ def sql_cleanup_reason(lane: str, strategy: str, has_ttl: bool,
     if ttl_sweep and has_ttl:
         return None
     if not has_ttl:
-        return None if parsed.name == "none" else "without a TTL only 'none' runs"
-    backend = SQL_LANES[lane]
-    if backend == "rocksdb" and parsed.name == "compaction_filter":
-        return None
-    if backend == "hashmap" and parsed.label == parse_strategy(SQL_CLEANUP["hashmap"]).label:
+        return None if parsed.kind is NONE else "without a TTL only 'none' runs"
+    backend = SQL_BACKENDS[lane]
+    cleanup = parse_strategy(backend.cleanup)
+    if parsed.kind is cleanup.kind and (backend.any_arguments or parsed.label == cleanup.label):
         return None
     return (f"Flink SQL's table.exec.state.ttl always runs its backend's default background "
-            f"cleanup ({SQL_CLEANUP[backend]} on {backend}) and no other; '{parsed.label}' "
+            f"cleanup ({backend.cleanup} on {backend.name}) and no other; '{parsed.label}' "
             "cannot be configured in SQL")
 
 
@@ -118,7 +136,7 @@ class FlinkSqlLane(Lane):
         self.name = name
         self.summary = f"the [operator]'s query as a real Flink SQL job on {SQL_LANES[name]}"
         #: what table.exec.state.ttl runs on this backend: a run naming no strategy runs it
-        self.own_strategies = (SQL_CLEANUP[SQL_LANES[name]],)
+        self.own_strategies = (SQL_BACKENDS[name].cleanup,)
 
     def spec_reason(self, run: RunView) -> str | None:
         op = run.spec.operator
@@ -145,7 +163,8 @@ class FlinkSqlLane(Lane):
         return run_sql_scenario(run, cfg, facts)
 
     def paces(self, run: RunView) -> bool:
-        """Always: SQL's TTL runs on processing time, so every job runs on the paced clock."""
+        """Always: the job's source releases records on the paced clock (its latency and, under
+        ProcessingTime, its TTL clock)."""
         return True
 
     def job_cost(self, run: RunView, load: JobLoad, label: str) -> JobCost:

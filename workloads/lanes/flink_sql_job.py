@@ -13,12 +13,13 @@ parallelism, with ``table.exec.state.ttl`` = the spec's ``ttl_ms`` and, on Rocks
 (``backends.flink.register.rocksdb_configuration``; periodic compaction as the compaction
 filter's).
 
-Time: SQL's TTL runs on processing time, so every flink-sql job runs on the paced clock at
-the run's ``time_speedup`` (``RunConfig.speedup``), its TTL clock included. Under a
-ProcessingTime spec that is the clock the other lanes pace on; under an EventTime spec the
-emulation's TTL clock is the records' time, which the paced clock follows as long as the job
-keeps up (``late_records_share`` and ``schedule_lag_max_ms`` say by how much it did not). The
-checkpoint interval is the spec's, in clock ms (``interval / speedup`` wall ms; at least 10).
+Time: every flink-sql job runs on the paced clock at the run's ``time_speedup``
+(``RunConfig.speedup``); ``late_records_share`` and ``schedule_lag_max_ms`` say by how much it
+did not keep up. Its TTL clock is the emulation's: under a ProcessingTime scenario the paced
+clock the other lanes pace on; under an EventTime one the records' time its keyed operator has
+reached (``SqlJobConfig.ttl_clock = "event"``: ``backends.flink.sql_job``), so what a TTL
+expires does not move with the machine's load. The checkpoint interval is the spec's, in clock
+ms (``interval / speedup`` wall ms; at least 10).
 
 Rows (task = -1, the job; ``workloads.run.metrics`` names where they mean the same):
 
@@ -51,8 +52,9 @@ Rows (task = -1, the job; ``workloads.run.metrics`` names where they mean the sa
   (share): the job's outputs against the same job with a TTL no entry reaches
   (:data:`REFERENCE_TTL_MS`, run right after it in the same JVM, not measured), as multisets
   of output rows as the emulation compares its own
-  (``workloads.operators.results``); on the paced clock, so timing-dependent, unlike the
-  emulation's exact event-time share.
+  (``workloads.operators.results``); under EventTime on the records' time, as the
+  emulation's exact share (one record's time apart: the event clock is the input watermark
+  after the record before), under ProcessingTime on the paced clock, timing-dependent.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ from backends.flink.sql_job import (
     run_sql_jobs,
     write_events_csv,
 )
-from backends.flink.sql_lanes import SQL_LANES, query_time_after_num_entries
+from backends.flink.sql_lanes import SQL_BACKENDS, query_time_after_num_entries
 from workloads.lanes.base import RunView
 from workloads.nexmark import NEXMARK_SCHEMA, generate_nexmark
 from workloads.operators.input import nexmark_config
@@ -137,23 +139,26 @@ def sql_job_config(cfg: RunView, op_cfg: OperatorConfig, events: Path, count: in
     if op is None or cfg.spec.time is None:  # the lane's spec_reason refuses it before
         raise ValueError(f"{op_cfg.scenario.label}: no [operator] query to run")
     speedup = cfg.speedup
-    backend = SQL_LANES[op_cfg.backend]
+    backend = SQL_BACKENDS[op_cfg.backend]
     options = dict(cfg.spec.rocksdb.options())
-    conf = rocksdb_configuration(options) if backend == "rocksdb" else {}
-    if backend == "rocksdb" and "periodic_compaction_ms" in options:
+    conf = rocksdb_configuration(options) if backend.rocksdb else {}
+    if backend.rocksdb and "periodic_compaction_ms" in options:
         conf["state.backend.rocksdb.compaction.filter.periodic-compaction-time"] = (
             f"{int(options['periodic_compaction_ms'])} ms")
     return SqlJobConfig(
-        events=events, count=count, kind=op.kind, backend=backend,
+        events=events, count=count, kind=op.kind, backend=backend.name,
         checkpoint_dir=checkpoint_dir,
         checkpoint_interval_ms=max(10, round(op_cfg.checkpoint_interval_ms / speedup)),
         incremental=op_cfg.checkpoint_mode == "incremental",
         ttl_ms=op_cfg.ttl_ms or 0, parallelism=op_cfg.parallelism, speedup=speedup,
         start_ms=op_cfg.start_ms, out_of_orderness_ms=cfg.spec.time.max_out_of_orderness_ms,
-        window_ms=op.window_ms, category=op.category, group_by=op.group_by, agg=op.agg,
+        window_ms=op.window_ms, slide_ms=op.slide_ms, gap_ms=op.gap_ms, lower_ms=op.lower_ms,
+        upper_ms=op.upper_ms, top_n=op.top_n, category=op.category, group_by=op.group_by,
+        agg=op.agg,
         sample_interval_ms=op_cfg.sample_interval_ms,
         query_time_after_num_entries=query_time_after_num_entries(op_cfg.cleanup
                                                                   or op_cfg.strategy),
+        ttl_clock="event" if op_cfg.time_characteristic == "EventTime" else "paced",
         conf=conf)
 
 

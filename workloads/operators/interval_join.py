@@ -26,6 +26,12 @@ so a TTL cannot change the join's output.
 
 Left out: outer joins (the emitted flags and null padding), processing-time joins, the join
 condition's non-equi residue, allowed lateness, and separate watermarks per input.
+
+The flink-sql lane runs it as ``bid JOIN auction ON auction = id AND bid.event_time BETWEEN
+auction.event_time + lower_ms AND auction.event_time + upper_ms`` (``SqlJob.query``; the planner
+makes it ``IntervalJoin(leftLowerBound=lower_ms, leftUpperBound=upper_ms)``, bids left):
+its rows are this emulation's, row for row, and a TTL changes none of them
+(``tests/flink/test_sql_kinds.py``).
 """
 
 from __future__ import annotations

@@ -27,6 +27,14 @@ descriptors, and SQL's session window aggregate ``UnsliceSyncStateWindowAggProce
 Left out: which pre-existing window's state a merge keeps (Flink takes the first of a hash
 set; here the earliest), late-element handling (each task's input is in time order), allowed
 lateness, and the SQL session window aggregate's own operator.
+
+What Flink SQL runs for q11 (the ``SESSION`` window table function with ``PARTITION BY``, the
+flink-sql lane's ``SqlJob.query``): ``WindowAggOperator`` with
+``UnsliceSyncStateWindowAggProcessor`` and ``UnsliceAssigners.SessionUnsliceAssigner``, which
+assigns through the group window's ``SessionWindowAssigner`` (``[ts, ts + gap)``) and merges
+with a ``MergingWindowSet`` (``MergingWindowProcessFunction``), as here; its ``window-aggs``
+state has no TTL. The real job's rows are this emulation's, row for row, with and without a TTL
+(``tests/flink/test_sql_kinds.py``).
 """
 
 from __future__ import annotations

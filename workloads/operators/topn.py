@@ -21,6 +21,15 @@ buffer can still hold rows whose state expired, as in Flink. The TTL is Flink's:
 Left out: the rank-number variant, offsets and variable rank ends, ``RetractableTopNFunction``
 (retracting input), ``UpdatableTopNFunction`` and ``FastTop1Function``, and the cache's
 processing-time clock (its expiry follows the TTL clock here).
+
+Against the real query (the flink-sql lane's q19, ``SqlJob.query``; the planner makes it
+``Rank(strategy=[AppendFastStrategy])``, ``AppendOnlyTopNFunction``): without a TTL the rows are
+this emulation's, row for row; with one, the real job changes about the share of rows this
+emulation changes (``tests/flink/test_sql_kinds.py``). The cache is the one place Flink's Top-N
+reads the wall clock whatever its state's TTL clock is: ``AppendOnlyTopNHelper`` builds it with
+``CacheBuilder.expireAfterWrite(ttl)``, on Guava's ticker (``System.nanoTime``), not the
+backend's TtlTimeProvider, so the real job's cache follows the records' time only while the job
+keeps up with its paced clock at speedup 1.
 """
 
 from __future__ import annotations

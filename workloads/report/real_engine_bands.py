@@ -47,7 +47,8 @@ from workloads.report.real_engine import (
 
 #: The shipped specs of every kind the flink-sql lane runs.
 DEFAULT_WORKLOADS = ("nexmark-q18-dedup", "nexmark-q20-join", "nexmark-q7-window",
-                     "nexmark-q4-agg")
+                     "nexmark-q4-agg", "nexmark-q5-sliding", "nexmark-q11-session",
+                     "nexmark-interval-join", "nexmark-q19-topn")
 DEFAULT_BACKENDS = ("flink-rocksdb", "flink-sql")
 DEFAULT_STRATEGIES = ("none", "compaction_filter")
 

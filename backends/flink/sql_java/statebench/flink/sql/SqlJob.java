@@ -46,16 +46,19 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * against the engine. Per job, on a local MiniCluster (one per invocation, the jobs one after
  * the other), from the Table API: a filesystem CSV table over the events file that
  * backends/flink/sql_job.py wrote, a paced event-time column, the query of the job's kind
- * (Nexmark's q18 dedup, q20 join, a q7-shaped tumbling window, a group aggregation) turned into
- * a changelog stream counted by a sink function, {@code table.exec.state.ttl}, Flink's periodic
- * checkpoints into a real folder, on HashMapStateBackend or EmbeddedRocksDBStateBackend.
+ * (Nexmark's q18 dedup, q20 join, q7-shaped tumbling and q5-shaped HOP windows, q11's SESSION
+ * windows, an interval join, q19's Top-N, a group aggregation) turned into a changelog stream
+ * counted by a sink function, {@code table.exec.state.ttl}, Flink's periodic checkpoints into
+ * a real folder, on HashMapStateBackend or EmbeddedRocksDBStateBackend.
  *
- * <p>Time. SQL's state TTL runs on processing time, so the job runs on a paced clock (as
- * statebench's ProcessingTime runs, workloads/run/pacing.py): {@link Pace} releases each record
- * once {@code start + (now - origin) * speedup >= ts}, and the keyed backends' TtlTimeProvider is
- * that same clock ({@link PacedBackendFactory}), so the TTL (given in clock ms) and the records'
- * time agree; the RocksDB compaction filter reads it too. Window state is cleaned by event-time
- * timers (watermarks), not by the TTL.
+ * <p>Time. {@link Pace} releases each record once {@code start + (now - origin) * speedup >=
+ * ts} (as statebench's ProcessingTime runs, workloads/run/pacing.py). The keyed backends'
+ * TtlTimeProvider ({@link PacedBackendFactory}; the RocksDB compaction filter reads it too) is
+ * the job's {@code ttl_clock}: {@code paced}, that same clock; {@code event}, the records' time
+ * the keyed operator has reached (its input watermark, one per record, with the source held
+ * in {@link Lockstep}), so the TTL expires what the emulation's EventTime TTL expires whatever
+ * the machine's load. Window and interval-join state is cleaned by event-time timers
+ * (watermarks), not by the TTL.
  *
  * <p>State measures: Flink's checkpoint statistics (full and checkpointed size, durations) per
  * checkpoint, and, on RocksDB, the native properties of every column family summed (estimate-
@@ -70,9 +73,14 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 public final class SqlJob {
     /** The job configuration key naming the inner backend of {@link PacedBackendFactory}. */
     static final String INNER_BACKEND = "statebench.sql.backend";
+    /** The job configuration keys of the keyed backends' TTL clock: {@code paced} or
+     *  {@code event} ({@link PacedBackendFactory}), and the event clock's offset past the
+     *  watermark (the source's bound + 1). */
+    static final String TTL_CLOCK = "statebench.sql.ttl-clock";
+    static final String TTL_CLOCK_OFFSET = "statebench.sql.ttl-clock-offset-ms";
     static final ObjectMapper JSON = new ObjectMapper();
     static final List<String> KINDS = Arrays.asList("dedup", "regular_join", "tumbling_window",
-            "group_agg");
+            "sliding_window", "group_agg", "interval_join", "topn", "session_window");
     /** RocksDB properties sampled (Flink's state.backend.rocksdb.metrics.* switches). */
     static final String[] ROCKSDB_PROPERTIES = {"estimate-num-keys", "estimate-live-data-size",
         "live-sst-files-size", "total-sst-files-size", "cur-size-all-mem-tables"};
@@ -108,12 +116,21 @@ public final class SqlJob {
         long startMs;
         long outOfOrdernessMs;
         long windowMs;
+        long slideMs;
+        long gapMs;
+        long lowerMs;
+        long upperMs;
+        int topN;
         int category;
         String groupBy;
         String agg;
         long sampleIntervalMs;
         long queryTime;
         boolean collectOutputs;
+        String ttlClock;
+        /** Added to the event time (not to ts, which the outputs carry): the event clock's
+         *  records all get a watermark ({@link #shift}). */
+        long shiftMs;
         Map<String, String> conf = new java.util.LinkedHashMap<>();
 
         static Job of(JsonNode n) throws UsageError {
@@ -131,12 +148,22 @@ public final class SqlJob {
             j.startMs = number(n, "start_ms");
             j.outOfOrdernessMs = number(n, "out_of_orderness_ms");
             j.windowMs = number(n, "window_ms");
+            j.slideMs = n.path("slide_ms").asLong(j.windowMs);
+            j.gapMs = n.path("gap_ms").asLong(1000L);
+            j.lowerMs = n.path("lower_ms").asLong(0L);
+            j.upperMs = n.path("upper_ms").asLong(0L);
+            j.topN = n.path("top_n").asInt(1);
             j.category = (int) number(n, "category");
             j.groupBy = text(n, "group_by");
             j.agg = text(n, "agg");
             j.sampleIntervalMs = number(n, "sample_interval_ms");
             j.queryTime = n.path("query_time_after_num_entries").asLong(1000L);
             j.collectOutputs = n.path("collect_outputs").asBoolean(false);
+            j.ttlClock = n.path("ttl_clock").asText("paced");
+            if (!j.ttlClock.equals("paced") && !j.ttlClock.equals("event")) {
+                throw new UsageError("ttl_clock must be paced or event, got '" + j.ttlClock + "'");
+            }
+            j.shiftMs = j.ttlClock.equals("event") ? shift(j.windowMs, j.outOfOrdernessMs) : 0;
             JsonNode conf = n.path("conf");
             if (conf.isObject()) {
                 conf.fields().forEachRemaining(e -> j.conf.put(e.getKey(), e.getValue().asText()));
@@ -162,6 +189,11 @@ public final class SqlJob {
                     || j.windowMs < 1 || j.sampleIntervalMs < 1 || !(j.speedup > 0)) {
                 throw new UsageError("need count >= 1, parallelism >= 1, checkpoint_interval_ms >= "
                         + "10, ttl_ms >= 0, window_ms >= 1, sample_interval_ms >= 1, speedup > 0");
+            }
+            if (j.slideMs < 1 || (j.kind.equals("sliding_window") && j.windowMs % j.slideMs != 0)
+                    || j.gapMs < 1 || j.topN < 1 || j.lowerMs > j.upperMs) {
+                throw new UsageError("need slide_ms >= 1 dividing window_ms, gap_ms >= 1, "
+                        + "top_n >= 1 and lower_ms <= upper_ms");
             }
             return j;
         }
@@ -197,6 +229,21 @@ public final class SqlJob {
                 ms / 3_600_000L, ms / 60_000L % 60, ms / 1000 % 60, ms % 1000);
     }
 
+    /**
+     * The event clock's shift of the event time: the least multiple of the window above the
+     * watermark's offset (bound + 1). Why: {@code WatermarkAssignerOperator} emits a
+     * watermark only past its last, which starts at 0, so the records of a run's first
+     * {@code bound + 1} ms (from ts 0) had none, and the event clock and the lockstep had
+     * nothing to go by there. A multiple of the window keeps windows (and HOP's slices, which
+     * divide it) aligned as without it; the queries take it off the window bounds they emit,
+     * and ts, which the outputs carry, is never shifted; every other operator reads time
+     * differences only.
+     */
+    static long shift(long windowMs, long boundMs) {
+        long need = boundMs + 2;
+        return (need + windowMs - 1) / windowMs * windowMs;
+    }
+
     /** The source table: the CSV events with a paced rowtime column and its watermark, the
      *  bounded-out-of-orderness one of DataStream's WatermarkStrategy ({@code max ts - bound -
      *  1}): a record within the bound is never late, so which records a window drops does not
@@ -205,8 +252,9 @@ public final class SqlJob {
         return "CREATE TEMPORARY TABLE events (\n"
                 + "  event_type TINYINT, ts BIGINT, person_id BIGINT, auction_id BIGINT,\n"
                 + "  price BIGINT, category INT, expires_ms BIGINT, city INT,\n"
-                + "  event_time AS TO_TIMESTAMP_LTZ(PACE(ts), 3),\n"
-                + "  WATERMARK FOR event_time AS TO_TIMESTAMP_LTZ(ts - " + (j.outOfOrdernessMs + 1)
+                + "  event_time AS TO_TIMESTAMP_LTZ(PACE(ts) + " + j.shiftMs + ", 3),\n"
+                + "  WATERMARK FOR event_time AS TO_TIMESTAMP_LTZ(ts - "
+                + (j.outOfOrdernessMs + 1 - j.shiftMs)
                 + ", 3)\n"
                 + ") WITH ('connector' = 'filesystem', 'path' = "
                 + sqlString(localPath(j.events)) + ", 'format' = 'csv')";
@@ -231,8 +279,16 @@ public final class SqlJob {
         "CREATE TEMPORARY VIEW bid AS SELECT auction_id AS auction, person_id AS bidder, price, "
             + "ts, event_time FROM events WHERE event_type = 2",
         "CREATE TEMPORARY VIEW auction AS SELECT auction_id AS id, person_id AS seller, category, "
-            + "price AS initial_bid, expires_ms, ts FROM events WHERE event_type = 1",
+            + "price AS initial_bid, expires_ms, ts, event_time FROM events WHERE event_type = 1",
     };
+
+    /** {@code time} moved by {@code ms} (either sign) as SQL: the interval join's bounds. */
+    static String shifted(String time, long ms) throws UsageError {
+        if (ms == 0) {
+            return time;
+        }
+        return time + (ms > 0 ? " + " : " - ") + interval(Math.abs(ms));
+    }
 
     /** The query; every kind's output has a BIGINT column {@code out_ts}: the event time the
      *  output row stands for (its bid's, or its window's end), for the latency. */
@@ -249,14 +305,31 @@ public final class SqlJob {
                         + "ON B.auction = A.id"
                         + (j.category >= 0 ? " WHERE A.category = " + j.category : "");
             case "tumbling_window": // q7's window: the aggregate of each key's bids per window
-                // windows are aligned to the epoch (UTC), so a window's end is computed from any
-                // of its timestamps: floor(ts / size) * size + size
-                return "SELECT " + j.groupBy + ", window_start, " + aggregate(j, "price")
-                        + " AS agg, CAST(FLOOR(MAX(ts) / " + j.windowMs + ".0) AS BIGINT) * "
-                        + j.windowMs + " + " + j.windowMs + " AS out_ts\n"
-                        + "FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(event_time), "
-                        + interval(j.windowMs) + "))\nGROUP BY " + j.groupBy
-                        + ", window_start, window_end";
+                // the row as the emulation emits it (key, window end, aggregate); the window end
+                // is the time the row stands for
+                return windowAggregate(j, "TUMBLE(TABLE bid, DESCRIPTOR(event_time), "
+                        + interval(j.windowMs) + ")", false);
+            case "sliding_window": // q5's window: HOP, a bid in window_ms / slide_ms windows
+                return windowAggregate(j, "HOP(TABLE bid, DESCRIPTOR(event_time), "
+                        + interval(j.slideMs) + ", " + interval(j.windowMs) + ")", false);
+            case "session_window": // q11: a session per key, closed by a gap without bids
+                return windowAggregate(j, "SESSION(TABLE bid PARTITION BY " + j.groupBy
+                        + ", DESCRIPTOR(event_time), " + interval(j.gapMs) + ")", true);
+            case "interval_join": // bids joined with their auction within time bounds
+                // bid.ts - auction.ts in lower_ms..upper_ms (the emulation's knobs); the row is
+                // the emulation's (bid's auction, bidder, price, ts, auction's seller, ts); it
+                // stands for the later of the two, the record that made the pair
+                return "SELECT B.auction, B.bidder, B.price, B.ts AS bid_ts, A.seller, "
+                        + "A.ts AS auction_ts, GREATEST(B.ts, A.ts) AS out_ts\n"
+                        + "FROM bid AS B JOIN auction AS A ON B.auction = A.id\n"
+                        + "AND B.event_time BETWEEN " + shifted("A.event_time", j.lowerMs)
+                        + " AND " + shifted("A.event_time", j.upperMs)
+                        + (j.category >= 0 ? "\nWHERE A.category = " + j.category : "");
+            case "topn": // Nexmark q19: the top_n highest bids per key, without the rank number
+                return "SELECT auction, bidder, price, ts AS out_ts FROM (\n"
+                        + "  SELECT auction, bidder, price, ts, ROW_NUMBER() OVER (PARTITION BY "
+                        + j.groupBy + " ORDER BY price DESC) AS rn FROM bid)\nWHERE rn <= "
+                        + j.topN;
             case "group_agg": // a continuous aggregation per key (auctions' per category)
                 if (j.groupBy.equals("category")) {
                     return "SELECT category, " + aggregate(j, "initial_bid")
@@ -267,6 +340,19 @@ public final class SqlJob {
             default:
                 throw new IllegalArgumentException(j.kind);
         }
+    }
+
+    /** The spec's aggregate of the bids' price per {@code group_by} per window of the window
+     *  table function {@code tvf}, one row per fired window: (key, [window start,] window end,
+     *  aggregate, out_ts = window end), the times in epoch ms, as the emulation emits it. */
+    static String windowAggregate(Job j, String tvf, boolean withStart) {
+        String shift = " - " + j.shiftMs;
+        return "SELECT " + j.groupBy
+                + (withStart ? ", EPOCH_MS(window_start)" + shift + " AS start_ms" : "")
+                + ", EPOCH_MS(window_end)" + shift + " AS end_ms, " + aggregate(j, "price")
+                + " AS agg, EPOCH_MS(window_end)" + shift + " AS out_ts\nFROM TABLE(" + tvf
+                + ")\nGROUP BY "
+                + j.groupBy + ", window_start, window_end";
     }
 
     /** The spec's aggregate (max | sum | count) of {@code column}. */
@@ -361,7 +447,19 @@ public final class SqlJob {
         conf.setString("execution.checkpointing.dir", localPath(j.checkpointDir));
         conf.setString("execution.checkpointing.incremental", Boolean.toString(j.incremental));
         conf.setString("parallelism.default", Integer.toString(j.parallelism));
-        conf.setString("pipeline.auto-watermark-interval", "20 ms");
+        conf.setString(TTL_CLOCK, j.ttlClock);
+        if (j.ttlClock.equals("event")) {
+            // a watermark after every record that advances it (no periodic one): the event
+            // clock reads the keyed task's input watermark (PacedBackendFactory.EventClock)
+            conf.setString("pipeline.auto-watermark-interval", "0 ms");
+            // every record and watermark leaves its buffer at once: a two-input operator (a
+            // join) then reads both inputs about in step, so the minimum of their watermarks
+            // (the task's) is not a buffer's worth of records behind the one it processes
+            conf.setString("execution.buffer-timeout.interval", "0 ms");
+            conf.setString(TTL_CLOCK_OFFSET, Long.toString(j.outOfOrdernessMs + 1 - j.shiftMs));
+        } else {
+            conf.setString("pipeline.auto-watermark-interval", "20 ms");
+        }
         conf.setString("table.exec.state.ttl", j.ttlMs + " ms");
         conf.setString("table.exec.resource.default-parallelism", Integer.toString(j.parallelism));
         // one keyed operator per query, as the emulation has (no local pre-aggregation)
@@ -388,12 +486,14 @@ public final class SqlJob {
         Clock.reset(j.speedup, j.startMs);
         StateReporter.reset(j.sampleIntervalMs);
         Counter.reset();
+        Lockstep.reset(j.ttlClock.equals("event"), j.outOfOrdernessMs + 1 - j.shiftMs);
         Configuration conf = jobConfiguration(j);
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
         env.setParallelism(j.parallelism);
         StreamTableEnvironment tEnv = StreamTableEnvironment.create(env,
                 EnvironmentSettings.newInstance().inStreamingMode().withConfiguration(conf).build());
         tEnv.createTemporarySystemFunction("PACE", new Pace());
+        tEnv.createTemporarySystemFunction("EPOCH_MS", new EpochMs());
         tEnv.executeSql(sourceDdl(j));
         for (String view : VIEWS) {
             tEnv.executeSql(view);
@@ -566,8 +666,70 @@ public final class SqlJob {
             return speedup;
         }
 
+        /** The clock's start (the first record's time): where the event clock starts too. */
+        static long start() {
+            return startMs;
+        }
+
         static boolean aligned() {
             return originNanos != Long.MIN_VALUE;
+        }
+    }
+
+    /**
+     * Holds the source back until the keyed tasks have taken in every record released before:
+     * with the event TTL clock, a keyed task's TTL time is its input watermark, the minimum over
+     * its inputs, and a task with two inputs (a join) that falls behind reads them out of step
+     * (its queues hold two elements per bid on one input, one per event on the other), so the
+     * watermark of the input ahead would stand for the records of the other. Waiting here
+     * keeps the records in flight to one event's, as the emulation, which processes them in
+     * order, has them. The wait binds only while the job is behind its paced clock.
+     */
+    static final class Lockstep {
+        /** Whether the source waits (the event TTL clock), and the watermark's offset below
+         *  ts (bound + 1 - the event time's shift). */
+        private static volatile boolean enabled;
+        private static volatile long offsetMs;
+        private static volatile long releasedTs = Long.MIN_VALUE;
+        private static volatile long belowTs = Long.MIN_VALUE;
+        /** At most this long a record waits (a task whose gauge never moves stalls no job). */
+        private static final long MAX_WAIT_NANOS = 1_000_000_000L;
+
+        static void reset(boolean on, long offset) {
+            enabled = on;
+            offsetMs = offset;
+            releasedTs = Long.MIN_VALUE;
+            belowTs = Long.MIN_VALUE;
+        }
+
+        /** Waits until the keyed tasks' input watermark stands for every record released
+         *  before {@code ts}'s: the watermark after the last earlier time released. A query
+         *  reading the events twice (a join) has a PACE in each branch, one after the other
+         *  for the same record: the second call of a time waits for the time below it only,
+         *  as its own branch's watermark of that time is not out yet. */
+        static void await(long ts) {
+            if (!enabled) {
+                return;
+            }
+            long offset = offsetMs;
+            long released = releasedTs;
+            long before = ts > released ? released : belowTs;
+            // none at or below 0: WatermarkAssignerOperator emits one only past its last,
+            // which starts at 0 (the shift puts every record's past it)
+            long need = before == Long.MIN_VALUE ? 0 : before - offset;
+            if (need > 0) {
+                long deadline = System.nanoTime() + MAX_WAIT_NANOS;
+                while (StateReporter.keyedInputWatermark() < need
+                        && System.nanoTime() < deadline) {
+                    java.util.concurrent.locks.LockSupport.parkNanos(20_000L);
+                }
+            }
+            synchronized (Lockstep.class) {
+                if (ts > releasedTs) {
+                    belowTs = releasedTs;
+                    releasedTs = ts;
+                }
+            }
         }
     }
 
@@ -613,6 +775,7 @@ public final class SqlJob {
 
         static void resetStats() {
             ALL.clear();
+            Lockstep.reset(false, 0);
         }
 
         @Override
@@ -634,6 +797,7 @@ public final class SqlJob {
                         aheadRealMs < 1 ? (int) (aheadRealMs * 1e6) : 0);
                 now = Clock.now();
             }
+            Lockstep.await(ts);
             long lag = now - ts;
             Stats s = stats;
             synchronized (s) {
@@ -654,6 +818,16 @@ public final class SqlJob {
         @Override
         public boolean isDeterministic() {
             return false;
+        }
+    }
+
+    /** EPOCH_MS(t): a TIMESTAMP_LTZ as epoch milliseconds (a window's bounds as the emulation
+     *  and the events' ts give times). */
+    public static final class EpochMs extends org.apache.flink.table.functions.ScalarFunction {
+        private static final long serialVersionUID = 1L;
+
+        public Long eval(java.time.Instant t) {
+            return t == null ? null : t.toEpochMilli();
         }
     }
 

@@ -135,8 +135,47 @@ public final class StateReporter implements MetricReporter, Scheduled {
         return out;
     }
 
+    /** Task attempt id -> its task-level {@code currentInputWatermark} gauge (the keyed
+     *  operator's input watermark, the minimum over its inputs: {@link EventClock} reads it). */
+    private static final Map<String, Gauge<?>> INPUT_WATERMARK = new ConcurrentHashMap<>();
+    static final String INPUT_WATERMARK_METRIC = "currentInputWatermark";
+
+    /** The task attempts of the keyed tasks (not sources): {@link #keyedInputWatermark}. */
+    private static final Map<String, Gauge<?>> KEYED_WATERMARK = new ConcurrentHashMap<>();
+
+    /** The smallest input watermark of the running keyed tasks ({@code Long.MAX_VALUE} when
+     *  none is registered: nothing to wait for). */
+    static long keyedInputWatermark() {
+        long min = Long.MAX_VALUE;
+        for (Gauge<?> g : KEYED_WATERMARK.values()) {
+            Object v = g.getValue();
+            if (v instanceof Long && (Long) v < min) {
+                min = (Long) v;
+            }
+        }
+        return min;
+    }
+
+    /** The task-level input watermark gauge of the task attempt {@code attemptId}, or null
+     *  while it is not registered. */
+    static Gauge<?> inputWatermark(String attemptId) {
+        return INPUT_WATERMARK.get(attemptId);
+    }
+
     @Override
     public void notifyOfAddedMetric(Metric metric, String metricName, MetricGroup group) {
+        if (metricName.equals(INPUT_WATERMARK_METRIC) && metric instanceof Gauge) {
+            Map<String, String> vars = group.getAllVariables();
+            String attempt = vars.get("<task_attempt_id>");
+            if (attempt != null && !vars.containsKey("<operator_name>")) {
+                INPUT_WATERMARK.put(attempt, (Gauge<?>) metric);
+                String task = vars.get("<task_name>");
+                if (task != null && !task.startsWith("Source")) {
+                    KEYED_WATERMARK.put(attempt, (Gauge<?>) metric);
+                }
+            }
+            return;
+        }
         String key = taskKey(metricName, group);
         if (key != null) {
             String id = group.getMetricIdentifier(metricName);
@@ -164,6 +203,11 @@ public final class StateReporter implements MetricReporter, Scheduled {
 
     @Override
     public void notifyOfRemovedMetric(Metric metric, String metricName, MetricGroup group) {
+        if (metricName.equals(INPUT_WATERMARK_METRIC)) {
+            INPUT_WATERMARK.values().remove(metric);
+            KEYED_WATERMARK.values().remove(metric);
+            return;
+        }
         String id = group.getMetricIdentifier(metricName);
         synchronized (TASK_LOCK) {
             Metric task = TASK.remove(id);
