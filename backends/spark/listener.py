@@ -131,3 +131,16 @@ def operator_metric(progress: dict[str, Any], name: str) -> float:
         if isinstance(value, (int, float)):
             total += value
     return total
+
+
+def processing_ms(durations: list[int], carried_data: list[bool]) -> int:
+    """The query's processing time, the one denominator of both Spark lanes' ``records_per_s``:
+    Spark's ``triggerExecution`` summed over every batch from the first that carried data
+    through the last that did. The batches without data between them count (their watermark
+    evictions and TTL sweeps are what the state costs); a warm-up before the first and the
+    drain after the last (batches that only wait for the TTL's final sweep, as many as the
+    TTL's length asks) do not, so a longer TTL does not lower the rate by idling."""
+    data = [i for i, carried in enumerate(carried_data) if carried]
+    if not data:
+        return 0
+    return sum(durations[data[0]:data[-1] + 1])

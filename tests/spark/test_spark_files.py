@@ -35,3 +35,16 @@ def test_uploads_are_new_or_changed_state_files_only(tmp_path: Path) -> None:
 def test_a_folder_without_state_has_nothing_uploaded(tmp_path: Path) -> None:
     uploads = StateUploads(tmp_path / "missing")
     assert uploads.measure() == (0, 0)
+
+
+def test_both_lanes_rate_over_first_to_last_data_batch() -> None:
+    """One denominator: batches without data between the first and last data batch count
+    (evictions, sweeps), the warm-up before and the drain after do not."""
+    from backends.spark.listener import processing_ms
+
+    durations = [900, 100, 50, 200, 70, 800, 800]
+    carried = [False, True, False, True, False, False, False]
+    assert processing_ms(durations, carried) == 100 + 50 + 200
+    assert processing_ms(durations, [False] * 7) == 0
+    # a longer drain (a longer TTL) leaves the rate alone
+    assert processing_ms([*durations, 800, 800], [*carried, False, False]) == 350

@@ -30,8 +30,8 @@ Rows (task = -1; names of ``workloads.run.metrics`` where they mean the same):
 
 * summary (``step`` = repetition, no time): ``records`` (the operator's input: the bids, and
   a join's auctions of its category, as the emulation's records), ``records_per_s`` (those
-  records over the query's busy time: Spark's ``triggerExecution`` of every batch summed,
-  no-data batches included, the driver's feeding between batches not), ``job_records_per_s``
+  records over the query's processing time, ``backends.spark.listener.processing_ms``, as
+  spark-tws's: the driver's feeding between batches not in it), ``job_records_per_s``
   (every event over the query's wall time, start to stop), ``spark_query_s`` (s),
   ``spark_batches`` (count: batches that ran, data and no-data), ``batch_duration_p50_ms`` and
   ``batch_duration_max_ms`` (ms: Spark's per-batch latency, ``triggerExecution``),
@@ -75,6 +75,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from backends.spark.listener import processing_ms
 from backends.spark.sql_queries import (
     END_AHEAD_MS,
     KINDS,
@@ -279,7 +280,8 @@ def report_rows(cfg: OperatorConfig, report: QueryReport, records: int, events: 
     def summary(metric: str, value: float, unit: str) -> None:
         rows.add(TOTAL_TASK, rep, NO_TIME, metric, value, unit)
 
-    busy_s = report.busy_ms / 1000.0
+    busy_s = processing_ms([b.duration_ms for b in report.batches],
+                           [b.input_rows > 0 for b in report.batches]) / 1000.0
     durations = [b.duration_ms for b in report.batches]
     summary("records", records, "count")
     summary("records_per_s", records / busy_s if busy_s > 0 else 0.0, "records/s")

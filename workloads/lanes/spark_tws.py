@@ -32,8 +32,9 @@ on after its last event until a batch started at or after the last data batch's 
 the TTL or timer, so the final sweep is in them; docs/spark-lanes.md has the table with
 Spark's name of each):
 
-* summary (``step`` = repetition): ``records``, ``records_per_s`` (events over the summed
-  ``triggerExecution`` of the batches that processed them), ``released_records_per_s``,
+* summary (``step`` = repetition): ``records``, ``records_per_s`` (events over the query's
+  processing time, ``backends.spark.listener.processing_ms``, as spark-sql's),
+  ``released_records_per_s``,
   ``latency_p50_us``/``_p99_us``/``_p999_us``/``_max_us`` (per event: its release to the end of
   the batch that processed it), ``batch_duration_p50_ms``/``_p99_ms``/``_max_ms``,
   ``spark_batches``, ``spark_query_s``, ``spark_start_s``; Spark's own, summed over every
@@ -425,7 +426,7 @@ def _operator(progress: dict[str, Any]) -> dict[str, Any]:
 def job_rows(run: RunView, cfg: OperatorConfig, facts: DataFacts, events: pa.Table,
              release_ms: np.ndarray, reads: int, processor: Any, result: Any) -> list[tuple]:
     """One query's rows (module docstring)."""
-    from backends.spark.listener import custom_metric, operator_metric
+    from backends.spark.listener import custom_metric, operator_metric, processing_ms
     from backends.spark.tws_model import replay
 
     rep = cfg.repetition
@@ -451,7 +452,8 @@ def job_rows(run: RunView, cfg: OperatorConfig, facts: DataFacts, events: pa.Tab
     spark_results = out.column("r").to_numpy()[order]
     batches, index_of = spark_batches(progress, np.unique(times).tolist())
     end_of = {t: batches[i].commit_ms for t, i in index_of.items()}
-    busy_ms = sum(durations[i] for i in index_of.values())
+    carried = set(index_of.values())
+    busy_ms = processing_ms(durations, [i in carried for i in range(len(durations))])
 
     add(rep, NO_TIME, "records", n, "count")
     add(rep, NO_TIME, "records_per_s", n / (busy_ms / 1000.0) if busy_ms else 0.0,
