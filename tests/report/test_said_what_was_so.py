@@ -206,7 +206,8 @@ def test_the_cli_summary_shows_what_spark_measured_under_its_own_name() -> None:
     assert "20.0 kB folder" in lines["spark-tws"]  # the folder's median, named
     assert "487 state rows" in lines["spark-sql"] and "60.0 kB folder" in lines["spark-sql"]
     assert lines["spark-sql"].split()[3] == "-"  # no per-record latency: not measured
-    assert "state rows: Spark's state store rows" in text and "folder: Spark's" in text
+    assert "state rows: Spark's state store rows" in text
+    assert "folder: the state store's files in Spark's checkpoint (state/**" in text
 
 
 # ------------------------------------------------------------------ 3. no claim without evidence
