@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from backends.cleanup.spark_event_timer import SPARK_EVENT_TIMER
 from backends.cleanup.strategy import (
     COMPACTIONS,
     ENTRY_ITERATOR,
@@ -162,7 +163,8 @@ SPARK_TIMER = Strategy(
 
 #: The strategies statebench ships, in the order ``--help`` and errors list them.
 BUILTIN: tuple[Strategy, ...] = (NONE, FULL_SNAPSHOT, INCREMENTAL, COMPACTION_FILTER, TIMER,
-                                 SPARK_WATERMARK, SPARK_NO_TTL, SPARK_TTL, SPARK_TIMER)
+                                 SPARK_WATERMARK, SPARK_NO_TTL, SPARK_TTL, SPARK_TIMER,
+                                 SPARK_EVENT_TIMER)
 _REGISTRY: dict[str, Strategy] = {}
 #: Strategy name -> its :class:`Strategy`, in registration order (read-only).
 STRATEGIES: Mapping[str, Strategy] = MappingProxyType(_REGISTRY)

@@ -68,10 +68,10 @@ def test_a_run_naming_no_strategy_adds_each_lanes_own() -> None:
     cfg = RunConfig(spec, backends=("heap", "spark-tws"), run_id="t")
     labels = cfg.strategy_labels
     assert labels[:len(spec.state.strategies)] == spec.state.strategies
-    assert {"spark_no_ttl", "spark_ttl", "spark_timer"} <= set(labels)
+    assert {"spark_no_ttl", "spark_ttl", "spark_timer", "spark_event_timer"} <= set(labels)
     runnable, skipped = plan_scenarios(cfg)
     assert {s.strategy for s in runnable if s.backend == "spark-tws"} == {
-        "spark_no_ttl", "spark_ttl", "spark_timer"}
+        "spark_no_ttl", "spark_ttl", "spark_timer", "spark_event_timer"}  # an EventTime spec
     reasons = {(n.backend, n.strategy): n.reason for n in skipped}
     assert "Spark's own state expiry" in reasons[("heap", "spark_ttl")]
     assert reasons[("spark-tws", "none")] and "\n" not in reasons[("spark-tws", "none")]

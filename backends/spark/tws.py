@@ -64,6 +64,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from backends.spark.files import StateUploads
@@ -92,6 +93,11 @@ VALUE_DDL = {"long": "bigint", "string": "string", "bytes": "binary"}
 OUTPUT_DDL = "ord bigint, t bigint, r bigint"
 #: Written values' hash of "nothing" (a read of a missing value), and of a write event.
 WRITE_RESULT = 0
+#: ``ord`` of the row an event-time timer's handler emits (``r`` is the key): no event's.
+FIRED_ORD = -1
+#: Op code of the closing record of an event-time query: it moves the watermark past the last
+#: write's timer and touches no state.
+CLOSING_OP = -1
 
 
 def result_hash(result: Any) -> int:
@@ -118,6 +124,9 @@ class ProcessorSettings:
     ttl_ms: int | None = None
     #: spark_timer: a processing-time timer this many ms after a key's last write clears it
     timer_ms: int | None = None
+    #: spark_event_timer: an event-time timer this many ms after the time (``ts``) of a key's
+    #: last write clears it once the watermark reaches it; the query runs in EventTime
+    event_timer_ms: int | None = None
 
 
 class SpecProcessor(StatefulProcessor):  # type: ignore[misc]
@@ -127,7 +136,15 @@ class SpecProcessor(StatefulProcessor):  # type: ignore[misc]
     deletes the key's timer and registers one at ``batch time + timer_ms``; when it fires
     (after the batch's data, ``handleExpiredTimer``) the key's states are cleared. A key read
     but not written keeps its timer; a key written again before it fires keeps all its units,
-    however old (the timer is per key, TTL per unit)."""
+    however old (the timer is per key, TTL per unit).
+
+    ``spark_event_timer``: the same on the records' time (``TimeMode.EventTime``): a batch
+    that writes a key deletes its timer and registers one at its last write's ``ts`` plus
+    ``event_timer_ms``; the timer fires in the first batch whose eviction watermark reaches
+    it, and its handler clears the key and emits one row (``ord`` :data:`FIRED_ORD`, the
+    batch's timestamp, the key) so that what fired, and when, is Spark's own record. Rows of
+    op :data:`CLOSING_OP` (the closing record, ``backends.spark.tws.run_event_query``) only
+    move the watermark: no state, no output."""
 
     def __init__(self, settings: ProcessorSettings) -> None:
         self.settings = settings
@@ -204,26 +221,39 @@ class SpecProcessor(StatefulProcessor):  # type: ignore[misc]
         apply = self._apply
         out = []
         wrote = False
+        last_write_ts = None
         for r in sorted(rows, key=lambda row: row.ord):
+            if r.op == CLOSING_OP:
+                continue
             fn = apply.get(r.op)
             if fn is None:
                 raise ValueError(f"op code {r.op} has no transformWithState operation")
             h, w = fn(r)
-            wrote = wrote or w
+            if w:
+                wrote = True
+                last_write_ts = getattr(r, "ts", None)
             out.append(Row(ord=r.ord, t=now, r=h))
-        timer_ms = self.settings.timer_ms
-        if timer_ms is not None and wrote:
+        s = self.settings
+        if wrote and (s.timer_ms is not None or s.event_timer_ms is not None):
             for old in list(self.handle.listTimers()):
                 self.handle.deleteTimer(old)
-            self.handle.registerTimer(now + timer_ms)
+            if s.event_timer_ms is not None:
+                self.handle.registerTimer(int(last_write_ts) + s.event_timer_ms)
+            else:
+                self.handle.registerTimer(now + s.timer_ms)
         return iter(out)
 
     def handleExpiredTimer(self, key: Any, timerValues: Any,
                            expiredTimerInfo: Any) -> Iterator[Any]:
+        from pyspark.sql import Row
+
         for state in (self.value, self.list, self.map):
             if state is not None:
                 state.clear()
-        return iter([])
+        if self.settings.event_timer_ms is None:
+            return iter([])
+        now = timerValues.getCurrentProcessingTimeInMs()
+        return iter([Row(ord=FIRED_ORD, t=now, r=int(key[0]))])
 
     def close(self) -> None:
         pass
@@ -257,6 +287,10 @@ class QuerySettings:
     #: ``spark.sql.streaming.stateStore.minDeltasForSnapshot``: changelog versions between two
     #: snapshots of the store (Spark's default)
     min_deltas_for_snapshot: int = DEFAULT_MIN_DELTAS_FOR_SNAPSHOT
+    #: spark_event_timer (:func:`run_event_query`): ms of the records' time per micro-batch,
+    #: and the watermark's delay (``withWatermark``: the spec's out-of-orderness)
+    event_slice_ms: int = 200
+    watermark_delay_ms: int = 0
 
 
 @dataclass
@@ -287,6 +321,12 @@ class QueryResult:
     warm_up: list[dict[str, Any]] = field(default_factory=list)
     #: the snapshot interval the query ran with (``QuerySettings.min_deltas_for_snapshot``)
     min_deltas_for_snapshot: int = DEFAULT_MIN_DELTAS_FOR_SNAPSHOT
+    #: spark_event_timer: (batch timestamp, key) of every timer that fired, as its handler
+    #: reported it
+    fired: list[tuple[int, int]] = field(default_factory=list)
+    #: spark_event_timer: ms added to every event's ``ts`` in the query (its watermarks are in
+    #: that time; :func:`run_event_query`)
+    time_shift_ms: int = 0
 
 
 class _Progress:
@@ -435,6 +475,136 @@ def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: Qu
         with suppress(Exception):
             spark.catalog.dropTempView(name)
         restore_confs(spark, old)
+
+
+def run_event_query(spark: Any, events: pa.Table, settings: QuerySettings, work_dir: Path,
+                    checkpoint_dir: Path, name: str = "statebench_tws") -> QueryResult:
+    """Run the events (with their time ``ts``, epoch ms) through a transformWithState query in
+    ``TimeMode.EventTime`` (spark_event_timer), unpaced; the query is stopped, its listener
+    removed and the session's settings restored in every case.
+
+    Every batch is one file of ``settings.event_slice_ms`` of the records' time, all written
+    before the query starts, each with a later modification time than the one before, read
+    one file a batch (``maxFilesPerTrigger`` 1: the file source takes the oldest first): the
+    batches, their watermarks (the largest ``ts`` read so far less the delay) and so every
+    timer's batch are the same in every run, whatever the machine's speed. Data is always
+    waiting, so Spark runs no batch without data between them. The query's time is ``ts``
+    moved forward where needed so that the first event is after 0 (``QueryResult
+    .time_shift_ms``: Spark's first watermark is 0, and a row at or below it is dropped as
+    late). A closing record (key
+    :data:`CLOSING_OP`'s row, op :data:`CLOSING_OP`) at the last ``ts`` plus the timer and the
+    delay, one ms more, moves the watermark past every timer: Spark then runs one batch
+    without data whose timers clear what is left (an event-time query's state waits for later
+    records to move its clock; here the run's end is such a record). The query is stopped once
+    that batch is reported."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    from backends.spark.listener import recording
+
+    timer_ms = settings.processor.event_timer_ms
+    if timer_ms is None:
+        raise ValueError("run_event_query runs spark_event_timer's processor: its "
+                         "event_timer_ms is None")
+    n = events.num_rows
+    input_dir = work_dir / "input"
+    input_dir.mkdir(parents=True, exist_ok=True)
+    ts = events.column("ts").to_numpy() if n else np.zeros(0, dtype=np.int64)
+    # Spark drops a row at or below the watermark as late, and the first batch's watermark is
+    # 0: an event at time 0 or before would be lost, so the query's time starts at 1 ms
+    shift = max(0, 1 - int(ts.min())) if n else 0
+    if shift:
+        ts = ts + shift
+        events = events.set_column(events.column_names.index("ts"), "ts",
+                                   pa.array(ts, pa.int64()))
+    start_ms = int(ts[0]) if n else 0
+    closing_ts = (int(ts.max()) if n else 0) + timer_ms + settings.watermark_delay_ms + 1
+    closing = pa.table({c: pa.array([_closing_value(c, n, closing_ts)],
+                                    events.schema.field(c).type) for c in events.column_names},
+                       schema=events.schema)
+    table = pa.concat_tables([events, closing])
+    offsets = np.maximum(0, table.column("ts").to_numpy() - start_ms)
+    offsets = np.maximum.accumulate(offsets)  # in ts order already: only guards the closing
+    plan = plan_slices(offsets, settings.event_slice_ms)
+    past = time.time() - 10.0 - len(plan) * 0.01
+    for i in range(len(plan)):  # strictly later times, in order: the source reads by them
+        path = plan.write(table, i, input_dir)
+        stamp = past + i * 0.01
+        os.utime(path, (stamp, stamp))
+    final_watermark_ms = closing_ts - settings.watermark_delay_ms
+    spark_schema = StructType.fromDDL(spark_ddl(table.schema))
+    old = set_confs(spark, {
+        PROVIDER_CONF: ROCKSDB_PROVIDER,
+        CHANGELOG_CONF: str(settings.changelog).lower(),
+        SNAPSHOT_CONF: str(settings.min_deltas_for_snapshot),
+        "spark.sql.shuffle.partitions": str(settings.partitions),
+    })
+    query = None
+    started = time.time()
+    try:
+        with recording(spark, name) as recorder:
+            stream = (spark.readStream.schema(spark_schema).option("maxFilesPerTrigger", 1)
+                      .parquet(str(input_dir))
+                      .withColumn("et", F.timestamp_millis("ts"))
+                      .withWatermark("et", f"{settings.watermark_delay_ms} milliseconds")
+                      .groupBy("key")
+                      .transformWithState(SpecProcessor(settings.processor), OUTPUT_DDL,
+                                          "Append", "EventTime"))
+            query = (stream.writeStream.format("memory").queryName(name).outputMode("append")
+                     .option("checkpointLocation", str(checkpoint_dir)).start())
+            progress = _Progress(query, recorder, checkpoint_dir)
+            deadline = started + settings.timeout_s
+            while True:
+                time.sleep(0.05)
+                progress.poll()
+                if any(watermark_ms(p) >= final_watermark_ms
+                       for p in progress.by_batch.values()):  # the batch after the closing one
+                    break
+                if time.time() > deadline:
+                    done = int(spark.sql(f"SELECT count(*) FROM {name} WHERE ord >= 0")
+                               .collect()[0][0])
+                    raise SparkQueryError(
+                        f"the event-time transformWithState query processed {done:,} of "
+                        f"{n:,} events and ran no batch at its closing watermark within "
+                        f"{settings.timeout_s:g} s")
+            stopped = time.time()
+            query.stop()
+            if not recorder.wait_terminated(progress.run_id):
+                raise SparkQueryError("the transformWithState query's termination event did "
+                                      "not reach its listener within 30 s of its stop")
+            progress.poll()
+            out = spark.table(name).toArrow()
+            is_event = pc.greater_equal(out.column("ord"), 0)
+            timers = out.filter(pc.invert(is_event))
+            batches = sorted(progress.by_batch)
+            return QueryResult(
+                outputs=out.filter(is_event), progress=[progress.by_batch[b] for b in batches],
+                checkpoint_sizes={b: progress.sizes[b] for b in batches if b in progress.sizes},
+                t0_ms=int(started * 1000), last_release_ms=int(started * 1000),
+                wall_s=stopped - started, checkpoint_end_bytes=progress.uploads.measure()[0],
+                events=n, start_s=0.0, min_deltas_for_snapshot=settings.min_deltas_for_snapshot,
+                time_shift_ms=shift,
+                fired=list(zip(timers.column("t").to_pylist(), timers.column("r").to_pylist())))
+    finally:
+        if query is not None:
+            with suppress(Exception):
+                query.stop()
+        with suppress(Exception):
+            spark.catalog.dropTempView(name)
+        restore_confs(spark, old)
+
+
+def _closing_value(column: str, n: int, closing_ts: int) -> Any:
+    """The closing record's value in ``column``: an ``ord`` after every event's, op and key
+    :data:`CLOSING_OP`, its time, nothing else."""
+    return {"key": CLOSING_OP, "ord": n, "op": CLOSING_OP, "ts": closing_ts}.get(column)
+
+
+def watermark_ms(progress: dict[str, Any]) -> int:
+    """A batch's event-time watermark as Spark reported it (its ``eventTime.watermark``, the
+    eviction watermark its timers fired at), epoch ms; -1 where it reported none."""
+    iso = (progress.get("eventTime") or {}).get("watermark")
+    return -1 if iso is None else round(_epoch_s(iso) * 1000)
 
 
 def _drain(progress: _Progress, settings: QuerySettings, last_batch_ms: int | None) -> None:

@@ -39,10 +39,12 @@ WRITES = frozenset({"value_update", "value_rmw", "list_add", "map_put"})
 
 @dataclass(frozen=True)
 class Batch:
-    """One micro-batch: its TTL clock (epoch ms) and when its state was committed (epoch ms)."""
+    """One micro-batch: its TTL clock (epoch ms), when its state was committed (epoch ms) and,
+    in an event-time query, its eviction watermark (the records' time its timers fire at)."""
 
     time_ms: int
     commit_ms: int
+    watermark_ms: int | None = None
 
 
 @dataclass
@@ -73,6 +75,8 @@ class Replay:
     ttl_removed: int = 0
     timers_fired: int = 0
     batches: list[BatchCounts] = field(default_factory=list)
+    #: (batch time, key) of every event-time timer that fired (spark_event_timer)
+    fired: list[tuple[int, int]] = field(default_factory=list)
 
 
 class _Key:
@@ -99,7 +103,8 @@ class _Key:
 def replay(events: Sequence[tuple[int, int, int, Any, int]], batch_of: dict[int, int],
            batches: Sequence[Batch], op_codes: dict[str, int], ttl_ms: int | None,
            timer_ms: int | None, spec_ttl_ms: int | None,
-           orphan_map_index: bool = True) -> Replay:
+           orphan_map_index: bool = True, event_timer_ms: int | None = None,
+           event_ts: Sequence[int] | None = None) -> Replay:
     """Replay ``events`` (``(ord, key, op, v, mk)`` in ord order) under Spark's rules.
 
     ``batch_of``: ord -> batch time of the event; ``batches``: every batch in order (data and
@@ -107,7 +112,15 @@ def replay(events: Sequence[tuple[int, int, int, Any, int]], batch_of: dict[int,
     (None: none); ``timer_ms``: spark_timer's delay (None: no timers); ``spec_ttl_ms``: the
     TTL that says what is live and which reads returned expired units (None: all live);
     ``orphan_map_index``: Spark's ``removeKey`` (module docstring); False: the rule without
-    it, as Flink's and statebench's map state have it."""
+    it, as Flink's and statebench's map state have it.
+
+    ``event_timer_ms`` (spark_event_timer, with ``event_ts``: each event's time by ord, and
+    every batch's ``watermark_ms``): the records' time is the clock. A unit is stamped with its
+    write's time; a write sets the key's timer to its time plus ``event_timer_ms``; after a
+    batch's data the timers at or below its watermark fire and clear their keys
+    (``TimerStateImpl.getExpiredTimers``); reads are judged against the batch's watermark and
+    what is held after a batch against the watermark Spark advanced to at its end (the next
+    batch's)."""
     name = {code: n for n, code in op_codes.items()}
     by_batch: dict[int, list[tuple[int, int, int, Any, int]]] = {}
     for ev in events:
@@ -125,9 +138,19 @@ def replay(events: Sequence[tuple[int, int, int, Any, int]], batch_of: dict[int,
     def stale(w: int, now: int) -> bool:
         return spec_ttl_ms is not None and w + spec_ttl_ms <= now
 
-    for batch in order:
+    event_mode = event_timer_ms is not None
+    if event_mode and event_ts is None:
+        raise ValueError("replay: event_timer_ms needs event_ts, each event's time")
+    marks: list[int] = []  # event mode: each batch's watermark, the one before where unknown
+    for b in order:
+        marks.append(b.watermark_ms if b.watermark_ms is not None
+                     else (marks[-1] if marks else 0))
+
+    for index, batch in enumerate(order):
         now = batch.time_ms
+        clock = marks[index] if event_mode else now  # the spec's TTL's clock for reads
         for ordinal, key, op, v, mk in by_batch.get(now, ()):
+            stamp = int(event_ts[ordinal]) if event_ts is not None and event_mode else now
             st = keys.get(key)
             if st is None:
                 st = keys[key] = _Key()
@@ -135,30 +158,30 @@ def replay(events: Sequence[tuple[int, int, int, Any, int]], batch_of: dict[int,
             result = WRITE_RESULT
             if what in ("value_get", "value_rmw"):
                 got = st.value if st.value is not None and alive(st.value[1], now) else None
-                out.expired_returned += got is not None and stale(got[1], now)
+                out.expired_returned += got is not None and stale(got[1], clock)
                 result = result_hash(None if got is None else got[0])
                 if what == "value_rmw":
-                    st.value = (v, now)
+                    st.value = (v, stamp)
             elif what == "value_update":
-                st.value = (v, now)
+                st.value = (v, stamp)
             elif what == "value_clear":
                 st.value = None
             elif what == "list_add":
-                st.lst.append((v, now))
+                st.lst.append((v, stamp))
             elif what == "list_get":
                 got_list = [(x, w) for x, w in st.lst if alive(w, now)]
-                out.expired_returned += sum(stale(w, now) for _, w in got_list)
+                out.expired_returned += sum(stale(w, clock) for _, w in got_list)
                 result = result_hash([x for x, _ in got_list])
             elif what == "map_put":
-                st.map[mk] = (v, now)
+                st.map[mk] = (v, stamp)
             elif what == "map_get":
                 got = st.map.get(mk)
                 got = got if got is not None and alive(got[1], now) else None
-                out.expired_returned += got is not None and stale(got[1], now)
+                out.expired_returned += got is not None and stale(got[1], clock)
                 result = result_hash(None if got is None else got[0])
             elif what == "map_iterate":
                 items = sorted((k, x) for k, (x, w) in st.map.items() if alive(w, now))
-                out.expired_returned += sum(stale(w, now) for x, w in st.map.values()
+                out.expired_returned += sum(stale(w, clock) for x, w in st.map.values()
                                             if alive(w, now))
                 result = result_hash(items)
             elif what == "map_remove":
@@ -170,11 +193,19 @@ def replay(events: Sequence[tuple[int, int, int, Any, int]], batch_of: dict[int,
             out.results[ordinal] = result
             if timer_ms is not None and what in WRITES:
                 st.timer = now + timer_ms
+            elif event_timer_ms is not None and what in WRITES:
+                st.timer = stamp + event_timer_ms
         if timer_ms is not None:  # after the batch's data, as Spark's operator
             for st in keys.values():
                 if st.timer is not None and st.timer <= now:
                     st.value, st.lst, st.map, st.timer = None, [], {}, None
                     out.timers_fired += 1
+        if event_mode:  # after the batch's data, at its eviction watermark
+            for key, st in keys.items():
+                if st.timer is not None and st.timer <= clock:
+                    st.value, st.lst, st.map, st.timer = None, [], {}, None
+                    out.timers_fired += 1
+                    out.fired.append((now, key))
         swept = out.ttl_removed
         if ttl_ms is not None:  # doTtlCleanup, before the commit
             for st in keys.values():
@@ -193,10 +224,12 @@ def replay(events: Sequence[tuple[int, int, int, Any, int]], batch_of: dict[int,
                 if hit is not None and hit[1] + ttl_ms > now:  # its own index entry: orphaned
                     orphans.append((hit[1] + ttl_ms, e[1], e[2]))
         held = live = 0
+        after = (marks[min(index + 1, len(marks) - 1)] if event_mode  # the records' clock
+                 else batch.commit_ms)
         for st in keys.values():
             for w in st.units():
                 held += 1
-                live += not stale(w, batch.commit_ms)
+                live += not stale(w, after)
         out.batches.append(BatchCounts(now, batch.commit_ms, held, live,
                                        out.ttl_removed - swept))
         if len(keys) > 4 * (held + 1):  # forget emptied keys now and then

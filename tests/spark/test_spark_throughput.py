@@ -218,6 +218,7 @@ def _settings(variants: str, strategies: str, batches: int = 3) -> Any:
 
 
 @pytest.mark.slow
+@pytest.mark.spark
 def test_a_real_python_query_counts_every_event_and_a_positive_per_row_cost(spark: Any) -> None:
     from workloads.spark_throughput import measure
 
@@ -240,6 +241,7 @@ def test_a_real_python_query_counts_every_event_and_a_positive_per_row_cost(spar
 
 
 @pytest.mark.slow
+@pytest.mark.spark
 def test_a_real_jvm_processor_runs_beside_the_python_one(spark: Any) -> None:
     from workloads.spark_throughput import measure
 

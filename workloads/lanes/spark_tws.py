@@ -11,7 +11,10 @@ Strategies, in Spark's own terms (``backends.strategies``): ``spark_no_ttl`` (st
 forever), ``spark_ttl`` (``ttlDurationMs`` on every state variable: reads hide expired units,
 the end-of-batch sweep removes them) and ``spark_timer`` (a processing-time timer per key,
 re-registered whenever a batch writes the key, clears the key when it fires: what Spark users
-wrote before TTL). statebench's strategies are not applicable here, each with its reason
+wrote before TTL), run by default; and, when a run names it, ``spark_event_timer`` on EventTime
+specs (``backends.cleanup.spark_event_timer``: ``TimeMode.EventTime``, a watermark on the
+events' time, a timer per key at its last write's time plus the TTL; Spark refuses its TTL in
+that mode). statebench's strategies are not applicable here, each with its reason
 (:data:`FOREIGN_REASONS`).
 
 Events: exactly the run's (``workloads.run.source.keyed_table``, same seed and source
@@ -24,7 +27,15 @@ like flink-sql: event ``ts`` is released at ``(ts - start) / speedup`` wall ms a
 starts (Parquet files of :data:`SLICE_MS`, a processing-time trigger every :data:`TRIGGER_MS`),
 and the TTL is ``ttl_ms / speedup`` wall ms. Under an EventTime spec the paced clock stands in
 for the records' time as long as the query keeps up. Every number is therefore timing-dependent
-or timed (:attr:`SparkTwsLane.metric_classes`).
+or timed (:attr:`SparkTwsLane.metric_classes`). ``spark_event_timer`` is not paced: its query
+runs on the records' time, one micro-batch per :data:`EVENT_SLICE_MS` of it, its input written
+before it starts (``backends.spark.tws.run_event_query``), so its state and timers are the
+same in every run; its rows leave out the release-based ones (``released_records_per_s``, the
+latencies) and give ``late_rows_dropped`` (``numRowsDroppedByWatermark``, summed),
+``ttl_run_valid`` (1 when the watermark dropped none of the spec's records and every event was
+processed: the batches' lag cannot change what expires), ``timers_fired`` from the timer
+handler's own rows (checked against the model in ``spark_model_mismatches``) and per batch
+``timers_fired_batch``; its per-batch ``logical_time_ms`` is the batch's watermark.
 
 Rows (task = -1, the job; ``workloads.run.metrics`` names where they mean the same; every
 batch from the query's ``StreamingQueryListener``, ``backends.spark.listener``; the query runs
@@ -66,6 +77,7 @@ cache, not the state).
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -75,6 +87,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from backends.cleanup.spark_event_timer import SPARK_EVENT_TIMER
 from backends.strategies import (
     SPARK_NO_TTL,
     SPARK_TIMER,
@@ -105,6 +118,16 @@ QUERY_RECORDS_PER_S = 10_000.0
 #: Seconds a query may run beyond its paced span before it is given up.
 DEFAULT_TIMEOUT_S = 300.0
 SPARK_STRATEGIES = ("spark_no_ttl", "spark_ttl", "spark_timer")
+#: What the lanes run when a run names it: their own (run by default) and the event-time timer
+#: (EventTime specs only; named with ``--strategies``).
+RUNS = (*SPARK_STRATEGIES, SPARK_EVENT_TIMER.name)
+#: Ms of the records' time per micro-batch of a spark_event_timer query (its timers fire at
+#: batch ends: expiry is exact to within one batch of the records' time and the watermark's
+#: delay); the paced queries' trigger interval, so that at speedup 1 both cut time alike.
+EVENT_SLICE_MS = 200
+#: Wall seconds a micro-batch costs beyond its records (Spark's planning and commit: 0.65-1.5 s
+#: for a batch without data here), for the estimate of an event-time query of many batches.
+EVENT_BATCH_S = 1.0
 #: Why each of statebench's strategies has no counterpart on these lanes (Spark's source:
 #: ``backends.spark.tws``).
 FOREIGN_REASONS: Mapping[str, str] = {
@@ -162,7 +185,7 @@ class SparkTwsLane(Lane):
     runs_tasks = False
     #: the session's JVM and Python workers warm up: the first query of a session is slow
     keeps_state = True
-    own_strategies = SPARK_STRATEGIES
+    own_strategies = RUNS  # spark_event_timer on EventTime specs; on others not applicable
     changelog = True
     metric_classes: Mapping[str, str] = {m: _TIMING for m in (
         "live_entries", "expired_present_entries", "checkpoint_dir_bytes",
@@ -171,7 +194,7 @@ class SparkTwsLane(Lane):
         "ttl_removed_values", "ttl_removed_values_batch", "rocksdb_puts", "rocksdb_puts_total",
         "rocksdb_bytes_written", "rocksdb_bytes_written_total",
         "rocksdb_flush_bytes_written_total", "rocksdb_compaction_bytes_written_total",
-        "ttl_run_valid",
+        "ttl_run_valid", "late_rows_dropped", "timers_fired_batch",
         "timers_registered", "timers_fired", "expired_returned", "spark_model_mismatches",
         "ttl_changed_outputs", "ttl_compared_outputs", "ttl_changed_results", "spark_batches")
     } | {"spark_min_deltas_for_snapshot": "exact", "ttl_wall_ms": "exact",  # settings
@@ -204,13 +227,16 @@ class SparkTwsLane(Lane):
             return (f"{self.name}: spark_watermark is the spark-sql lane's (its built-in "
                     "operators evict by watermark); transformWithState state expires by "
                     "spark_ttl or spark_timer")
-        if name not in SPARK_STRATEGIES:
-            return (f"{self.name} runs {', '.join(SPARK_STRATEGIES)}; '{text}' is not one of "
-                    "them")
+        if name not in RUNS:
+            return f"{self.name} runs {', '.join(RUNS)}; '{text}' is not one of them"
         if registered is SPARK_NO_TTL:
             return None
         ttl = run.ttl_of(label)
         state = run.spec.state
+        if registered is SPARK_EVENT_TIMER and state.time_characteristic != "EventTime":
+            return (f"{self.name}: spark_event_timer runs on the records' time (EventTime); "
+                    f"{run.spec.name} is {state.time_characteristic}: use spark_ttl or "
+                    "spark_timer")
         if ttl is None:
             return f"{self.name}: {name} needs a TTL; {run.spec.name} has no state.ttl_ms"
         if state.visibility != "NeverReturnExpired":
@@ -219,7 +245,7 @@ class SparkTwsLane(Lane):
         if state.update_type != "OnCreateAndWrite":
             return (f"{self.name}: Spark refreshes a TTL on write only (a read never rewrites "
                     f"the expiration); {run.spec.name} asks for {state.update_type}")
-        if ttl / run.speedup < 1:
+        if registered is not SPARK_EVENT_TIMER and ttl / run.speedup < 1:
             return (f"{self.name}: a TTL of {ttl} ms at speedup {run.speedup:g} is under "
                     "1 wall ms, Spark's TTL resolution")
         return None
@@ -243,8 +269,16 @@ class SparkTwsLane(Lane):
     def job_cost(self, run: RunView, load: JobLoad, label: str) -> JobCost:
         """The query's start, then the paced span (or its records at the query's capacity,
         if longer), then its drain; on disk the input slices of ``backends.spark.slices``."""
-        from backends.spark.slices import input_disk_bytes
+        from backends.spark.slices import ROW_BYTES, SLICE_FILE_BYTES, input_disk_bytes
 
+        if strategy_of_label(run.cleanup_of(label)) is SPARK_EVENT_TIMER:
+            # not paced; every slice (one a batch) written before the query, with its time
+            files = max(1.0, (load.span_ms or 0) / EVENT_SLICE_MS)
+            wall = (QUERY_START_S + load.events / QUERY_RECORDS_PER_S + values_s(load)
+                    + files * EVENT_BATCH_S)
+            disk = files * SLICE_FILE_BYTES + load.events * (load.value_bytes + ROW_BYTES + 8)
+            return JobCost(wall, paced_s=0.0, disk_bytes=disk,
+                           result_rows=RESULT_ROWS_PER_JOB + int(10 * wall))
         paced_s = paced_span_s(load.span_ms, run.speedup)
         ttl = run.ttl_of(label)  # the drain after the last event (:func:`drain_seconds`)
         drain = ((ttl / run.speedup if ttl else 0.0) + 2 * TRIGGER_MS) / 1000.0
@@ -265,8 +299,10 @@ class SparkTwsLane(Lane):
         if reason is not None:
             raise ValueError(reason)
         spark = get_session()
-        events, release_ms, reads = lane_events(run, cfg, facts)
         processor = processor_settings(run, cfg)
+        if processor.event_timer_ms is not None:
+            return self._run_event_job(run, cfg, facts, spark, processor)
+        events, release_ms, reads = lane_events(run, cfg, facts)
         paced_s = float(release_ms[-1]) / 1000.0 if len(release_ms) else 0.0
         settings = QuerySettings(processor, changelog=self.changelog,
                                  partitions=cfg.parallelism, slice_ms=SLICE_MS,
@@ -280,6 +316,34 @@ class SparkTwsLane(Lane):
                                name=query_name(cfg.repetition))
         rows = MetricRows(cfg.scenario)
         rows.extend(job_rows(run, cfg, facts, events, release_ms, reads, processor, result))
+        return pa.Table.from_batches([rows.to_batch()])
+
+    def _run_event_job(self, run: RunView, cfg: OperatorConfig, facts: DataFacts, spark: Any,
+                       processor: Any) -> pa.Table:
+        """A spark_event_timer job: the events with their time, unpaced, in EventTime
+        (``backends.spark.tws.run_event_query``)."""
+        from backends.spark.tws import CLOSING_OP, QuerySettings, run_event_query
+        from workloads.run import run_tempdirs
+        from workloads.run.metrics import MetricRows
+
+        events, _, reads = lane_events(run, cfg, facts, with_ts=True)
+        if events.num_rows and pc.any(pc.equal(events.column("key"), CLOSING_OP)).as_py():
+            raise ValueError(f"{self.name}: key {CLOSING_OP} is the event-time query's closing "
+                             "record's; the spec's keys must not use it")
+        time = run.spec.time
+        settings = QuerySettings(processor, changelog=self.changelog,
+                                 partitions=cfg.parallelism, timeout_s=DEFAULT_TIMEOUT_S
+                                 + events.num_rows / 100.0, event_slice_ms=EVENT_SLICE_MS,
+                                 watermark_delay_ms=time.max_out_of_orderness_ms
+                                 if time is not None else 0)
+        with run_tempdirs.temp_dir("statebench-spark-tws-", dir=run.local_dir) as tmp:
+            work = Path(tmp)
+            checkpoint = self.checkpoint_dir(cfg, run.checkpoint_root, work)
+            result = run_event_query(spark, events, settings, work, checkpoint,
+                                     name=query_name(cfg.repetition))
+        rows = MetricRows(cfg.scenario)
+        release = np.zeros(events.num_rows, dtype=np.int64)  # all at once: nothing paced
+        rows.extend(job_rows(run, cfg, facts, events, release, reads, processor, result))
         return pa.Table.from_batches([rows.to_batch()])
 
     def checkpoint_dir(self, cfg: OperatorConfig, root: str | None, work: Path) -> Path:
@@ -325,10 +389,11 @@ SPARK_TWS_LANES: tuple[SparkTwsLane, ...] = (SparkTwsLane(), SparkTwsNoChangelog
 # ------------------------------------------------------------------------------------------------
 
 
-def lane_events(run: RunView, cfg: OperatorConfig,
-                facts: DataFacts) -> tuple[pa.Table, np.ndarray, int]:
-    """The run's events as the query's input (``key, ord, op, v, mk`` in time order), each
-    event's release time (wall ms after the start) and how many of them are reads."""
+def lane_events(run: RunView, cfg: OperatorConfig, facts: DataFacts,
+                with_ts: bool = False) -> tuple[pa.Table, np.ndarray, int]:
+    """The run's events as the query's input (``key, ord, op, v, mk`` in time order, and
+    their time ``ts`` with ``with_ts``: an event-time query's), each event's release time
+    (wall ms after the start) and how many of them are reads."""
     from workloads.payloads import PayloadColumn
     from workloads.run.source import keyed_table
 
@@ -349,6 +414,8 @@ def lane_events(run: RunView, cfg: OperatorConfig,
         "mk": table.column("map_key").cast(pa.int32()),
     })
     ts = table.column("ts").to_numpy()
+    if with_ts:
+        events = events.append_column("ts", pa.array(ts.astype(np.int64), pa.int64()))
     release = np.maximum(0, (ts - facts.start_ms) / run.speedup).astype(np.int64)
     release = np.maximum.accumulate(release) if n else release  # out-of-order ts: not earlier
     ops = table.column("op").to_numpy()
@@ -358,7 +425,8 @@ def lane_events(run: RunView, cfg: OperatorConfig,
 
 
 def processor_settings(run: RunView, cfg: OperatorConfig) -> Any:
-    """The processor of scenario ``cfg``: its state types, and its TTL or timer in wall ms."""
+    """The processor of scenario ``cfg``: its state types, and its TTL or timer in wall ms
+    (spark_event_timer's in the records' ms: it runs on their time)."""
     from backends.spark.tws import SPARK_STATE_TYPES, ProcessorSettings
 
     registered = strategy_of_label(run.cleanup_of(cfg.strategy))
@@ -368,7 +436,8 @@ def processor_settings(run: RunView, cfg: OperatorConfig) -> Any:
         value_type=cfg.value_type,
         op_codes=tuple((op.spec_name, int(op)) for op in Op),
         ttl_ms=wall if registered is SPARK_TTL else None,
-        timer_ms=wall if registered is SPARK_TIMER else None)
+        timer_ms=wall if registered is SPARK_TIMER else None,
+        event_timer_ms=cfg.ttl_ms if registered is SPARK_EVENT_TIMER else None)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -438,6 +507,7 @@ def job_rows(run: RunView, cfg: OperatorConfig, facts: DataFacts, events: pa.Tab
     n = events.num_rows
     speedup = run.speedup
     t0 = result.t0_ms
+    event_mode = processor.event_timer_ms is not None  # unpaced: no release, no latency
 
     def clock(wall_ms: int) -> int:  # a no-data batch may start just before the clock
         return max(facts.start_ms, int(facts.start_ms + (wall_ms - t0) * speedup))
@@ -450,7 +520,11 @@ def job_rows(run: RunView, cfg: OperatorConfig, facts: DataFacts, events: pa.Tab
     order = np.argsort(ords)
     ords, times = ords[order], times[order]
     spark_results = out.column("r").to_numpy()[order]
-    batches, index_of = spark_batches(progress, np.unique(times).tolist())
+    data_times = set(np.unique(times).tolist())
+    # a batch whose timers fired (event mode) has its exact time too, in the handler's rows
+    fired_times = {int(t) for t, _ in result.fired}
+    batches, index_of = spark_batches(progress, sorted(data_times | fired_times))
+    index_of = {t: i for t, i in index_of.items() if t in data_times}
     end_of = {t: batches[i].commit_ms for t, i in index_of.items()}
     carried = set(index_of.values())
     busy_ms = processing_ms(durations, [i in carried for i in range(len(durations))])
@@ -459,10 +533,12 @@ def job_rows(run: RunView, cfg: OperatorConfig, facts: DataFacts, events: pa.Tab
     add(rep, NO_TIME, "records_per_s", n / (busy_ms / 1000.0) if busy_ms else 0.0,
         "records/s")
     span_s = (result.last_release_ms - t0) / 1000.0
-    add(rep, NO_TIME, "released_records_per_s", n / span_s if span_s > 0 else 0.0, "records/s")
+    if not event_mode:
+        add(rep, NO_TIME, "released_records_per_s", n / span_s if span_s > 0 else 0.0,
+            "records/s")
     ends = np.array([end_of.get(int(t), int(t)) for t in times], dtype=np.int64)
     lat_us = (ends - (t0 + release_ms[ords])) * 1000.0
-    if len(lat_us):
+    if len(lat_us) and not event_mode:
         for metric, q in (("latency_p50_us", 50), ("latency_p99_us", 99),
                           ("latency_p999_us", 99.9)):
             add(rep, NO_TIME, metric, float(np.percentile(lat_us, q)), "us")
@@ -497,7 +573,13 @@ def job_rows(run: RunView, cfg: OperatorConfig, facts: DataFacts, events: pa.Tab
         sum(new for _, new in result.checkpoint_sizes.values()), "bytes")
     add(rep, NO_TIME, "checkpoint_dir_final_bytes", result.checkpoint_end_bytes, "bytes")
     expiry_ms = processor.ttl_ms or processor.timer_ms
-    if expiry_ms:
+    if event_mode:
+        # expiry on the records' time: the batches' lag cannot change it; the run is the
+        # spec's when the watermark dropped none of its records and every event was processed
+        dropped = summed("numRowsDroppedByWatermark", custom=False)
+        add(rep, NO_TIME, "late_rows_dropped", dropped, "count")
+        add(rep, NO_TIME, "ttl_run_valid", int(dropped == 0 and len(ords) == n), "flag")
+    elif expiry_ms:
         data = [durations[i] for i in sorted(set(index_of.values()))]
         data_p50 = float(np.percentile(data, 50)) if data else 0.0
         lat_p50_ms = float(np.percentile(lat_us, 50)) / 1000.0 if len(lat_us) else 0.0
@@ -510,15 +592,34 @@ def job_rows(run: RunView, cfg: OperatorConfig, facts: DataFacts, events: pa.Tab
     cols = [events.column(c).to_pylist() for c in ("ord", "key", "op", "v", "mk")]
     seq = list(zip(*cols))
     batch_of = dict(zip(ords.tolist(), times.tolist()))
+    if event_mode:  # every batch's eviction watermark, as Spark reported it
+        from dataclasses import replace
+
+        from backends.spark.tws import watermark_ms
+
+        batches = [replace(b, watermark_ms=watermark_ms(p)) for b, p in zip(batches, progress)]
+        spec_ttl = cfg.ttl_ms  # the records' ms
+    else:
+        spec_ttl = None if cfg.ttl_ms is None else max(1, round(cfg.ttl_ms / speedup))
+    shift = result.time_shift_ms  # the query's time is ts moved by it (run_event_query)
+    event_ts = ([t + shift for t in events.column("ts").to_pylist()] if event_mode
+                else None)
     model = replay(seq, batch_of, batches, op_codes, processor.ttl_ms, processor.timer_ms,
-                   None if cfg.ttl_ms is None else max(1, round(cfg.ttl_ms / speedup)))
+                   spec_ttl, event_timer_ms=processor.event_timer_ms, event_ts=event_ts)
     expected = np.array([model.results[o] for o in ords.tolist()], dtype=np.int64)
     add(rep, NO_TIME, "expired_returned", model.expired_returned, "count")
     # Spark's numExpiredTimers stayed 0 for this Python processor while its timers fired (the
     # store's rows fell, reads matched the model's): the model counts them
-    add(rep, NO_TIME, "timers_fired", model.timers_fired, "count")
-    add(rep, NO_TIME, "spark_model_mismatches", int((spark_results != expected).sum()), "count")
-    if (processor.ttl_ms is not None or processor.timer_ms is not None) and reads:
+    mismatches = int((spark_results != expected).sum())
+    if event_mode:  # Spark's own record of its timers (the handler's rows), checked too
+        spark_fired = Counter((int(t), int(k)) for t, k in result.fired)
+        model_fired = Counter(model.fired)
+        add(rep, NO_TIME, "timers_fired", len(result.fired), "count")
+        mismatches += sum(((spark_fired - model_fired) + (model_fired - spark_fired)).values())
+    else:
+        add(rep, NO_TIME, "timers_fired", model.timers_fired, "count")
+    add(rep, NO_TIME, "spark_model_mismatches", mismatches, "count")
+    if (expiry_ms is not None or event_mode) and reads:
         reference = replay(seq, batch_of, batches, op_codes, None, None, None)
         ref = np.array([reference.results[o] for o in ords.tolist()], dtype=np.int64)
         is_read = ref != 0
@@ -535,7 +636,9 @@ def job_rows(run: RunView, cfg: OperatorConfig, facts: DataFacts, events: pa.Tab
     for i, p in enumerate(progress):
         batch = int(p["batchId"])
         t_wall = batches[i].time_ms
-        t = clock(t_wall)
+        mark = batches[i].watermark_ms  # event mode: the batch's time is the records'
+        t = (max(facts.start_ms, mark - result.time_shift_ms) if event_mode and mark is not None
+             else clock(t_wall))
         total, new = result.checkpoint_sizes.get(batch, (0, 0))
         add(batch, t, "checkpoint_dir_bytes", total, "bytes")
         add(batch, t, "checkpoint_uploaded_bytes", new, "bytes")
@@ -559,6 +662,9 @@ def job_rows(run: RunView, cfg: OperatorConfig, facts: DataFacts, events: pa.Tab
             if sst_seen:  # with the changelog on, 0 until a snapshot flushed the memtable
                 add(batch, t, "rocksdb_sst_bytes", custom.get("rocksdbSstFileSize", 0), "bytes")
         add(batch, t, "batch_duration_ms", durations[i], "ms")
+        if event_mode:
+            add(batch, t, "timers_fired_batch",
+                sum(1 for fired_t, _ in result.fired if fired_t == t_wall), "count")
         c = counts.get(t_wall)
         if c is not None:
             add(batch, t, "live_entries", c.live, "entries")

@@ -162,6 +162,10 @@ _CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec("ttl_run_valid", "TTL run kept up with its TTL (1) or not (0: not ranked)",
                "flag", "correctness", 0, cls=TIMING_DEPENDENT),
     MetricSpec("ttl_wall_ms", "TTL on the wall clock", "ms", "correctness", 0, cls=EXACT),
+    MetricSpec("late_rows_dropped", "rows dropped as late by the watermark "
+               "(numRowsDroppedByWatermark)", "count", "correctness", -1, cls=TIMING_DEPENDENT),
+    MetricSpec("timers_fired_batch", "timers fired per batch", "count", "cleanup", 0,
+               cls=TIMING_DEPENDENT),
     MetricSpec("data_batch_duration_p50_ms", "micro-batch p50, batches with data", "ms",
                "latency", -1),
     MetricSpec("state_evicted_by_watermark", "state evicted by the watermark (0: unbounded)",
