@@ -49,8 +49,8 @@ ROCKSDB_TABLE_KINDS = frozenset({"rocksdb", "forst", "forst-async"})
 #: The Flink backend kinds whose files, and checkpoints in full mode too, follow RocksDB's SST
 #: layout, which background flushes and compactions move: their full snapshots differ between
 #: same-seed runs, where statebench's canonical full snapshots are identical (the report's
-#: classes; ForSt's asynchronous backend has not been classed so and stays as it was).
-FILE_LAYOUT_KINDS = frozenset({"rocksdb", "forst"})
+#: classes). ForSt's asynchronous backend is ForSt's files behind the State V2 API: the same.
+FILE_LAYOUT_KINDS = frozenset({"rocksdb", "forst", "forst-async"})
 #: Flink backend kind -> (run.json's key, the Flink configuration a spec's [rocksdb] table
 #: becomes on it); ForSt's two lanes share one.
 FLINK_CONFIGURATIONS = {"rocksdb": ("flink_rocksdb", rocksdb_configuration),

@@ -51,6 +51,10 @@ E, TD, T = EXACT, TIMING_DEPENDENT, TIMED
     ("checkpoint_uploaded_bytes", "rocksdb", "timer", "EventTime", "incremental", TD),
     ("checkpoint_bytes", "flink-rocksdb", "none", "EventTime", "incremental", TD),
     ("checkpoint_bytes", "flink-rocksdb", "full_snapshot", "EventTime", "full", TD),
+    # ForSt behind the State V2 API keeps ForSt's files: the same as flink-forst
+    ("physical_bytes", "flink-forst", "none", "EventTime", "full", TD),
+    ("physical_bytes", "flink-forst-async", "none", "EventTime", "full", TD),
+    ("checkpoint_bytes", "flink-forst-async", "none", "EventTime", "full", TD),
     ("rocksdb_compactions", "rocksdb", "none", "EventTime", "full", TD),
     ("rocksdb_write_amp", "flink-rocksdb", "none", "EventTime", "full", TD),
     ("rocksdb_memtable_bytes", "rocksdb", "none", "EventTime", "full", TD),
