@@ -127,9 +127,10 @@ AGG_ROWS: Rows = [(7, BID, 1, 4, 7, 5, 0, 0), (7, BID, 2, 4, 7, 3, 0, 0),
                   (7, BID, 3, 4, 7, 9, 0, 0)]
 AGG_OUT = [("+I", 7, 5), ("-U", 7, 5), ("+U", 7, 9)]  # max unchanged at 3: no update
 # interval join, bids within [auction ts, + 10 ms], bound 0: the bid at 5 joins the auction at
-# 1; before the bid at 20 the watermark 19 fires the cleanup timers at 11 (the bid cache's,
-# 5 + 0 + 5 + 1) and 17 (the auction cache's, 1 + 10 + 5 + 1), emptying both caches; the bid at
-# 20 is cached with its cleanup timer at 26 (left: its row, the timer state, the timer)
+# 1; before the bid at 20 the watermark 19 fires the cleanup timers at 6 (the bid cache's,
+# 5 + 0 + 0 + 1: Flink's min-cleanup-interval defaults to 0) and 12 (the auction cache's,
+# 1 + 10 + 0 + 1), emptying both caches; the bid at 20 is cached with its cleanup timer at 21
+# (left: its row, the timer state, the timer)
 INTERVAL_ROWS: Rows = [(7, AUCTION, 1, 3, 7, 100, 10, 99), (7, BID, 5, 4, 7, 50, 0, 0),
                        (7, BID, 20, 5, 7, 60, 0, 0)]
 INTERVAL_OUT = [("+I", 7, 4, 50, 5, 3, 1)]

@@ -215,7 +215,8 @@ def test_sliding_window_trace() -> None:
 
 
 def test_interval_join_trace() -> None:
-    # bid.ts - auction.ts in 0..10: leftRelativeSize 0, rightRelativeSize 10, min cleanup 5
+    # bid.ts - auction.ts in 0..10: leftRelativeSize 0, rightRelativeSize 10, min cleanup 0
+    # (table.exec.interval-join.min-cleanup-interval's default)
     a = auction(100, 9, 5, 1000, 10, 500)
     b1, b2 = bid(105, 7, 5, 1200), bid(120, 8, 5, 1300)
     trace, out = run("interval_join", [(5, a), (5, b1), (5, b2)], lower_ms=0, upper_ms=10)
@@ -224,24 +225,24 @@ def test_interval_join_trace() -> None:
     LC, RC = "IntervalJoinLeftCache", "IntervalJoinRightCache"
     LT, RT, TM = "IntervalJoinLeftTimerState", "IntervalJoinRightTimerState", "event-timers"
     assert trace == [
-        # auction at 100 (watermark 99): no bids cached; cache it, cleanup timer 100+10+5+1
+        # auction at 100 (watermark 99): no bids cached; cache it, cleanup timer 100+10+0+1
         (LC, "items"), (RC, "get", 100), (RC, "put", 100, A), (LT, "value"),
-        (TM, "put", TIMER.pack(116, 0), True), (LT, "update", 116),
-        # bid at 105: joins the auction (100 in 95..105); cached, timer 105+0+5+1
+        (TM, "put", TIMER.pack(111, 0), True), (LT, "update", 111),
+        # bid at 105: joins the auction (100 in 95..105); cached, timer 105+0+0+1
         (RC, "items"), (LC, "get", 105), (LC, "put", 105, B1), (RT, "value"),
-        (TM, "put", TIMER.pack(111, 0), True), (RT, "update", 111),
-        # bid at 120 (watermark 119): timer 111 expires the bids up to 118, timer 116 the
+        (TM, "put", TIMER.pack(106, 0), True), (RT, "update", 106),
+        # bid at 120 (watermark 119): timer 106 expires the bids up to 118, timer 111 the
         # auctions up to 108; both caches empty, their timer states cleared
-        (TM, "remove", TIMER.pack(111, 0)), ("timer", "fire", 111, 0),
+        (TM, "remove", TIMER.pack(106, 0)), ("timer", "fire", 106, 0),
         (LT, "value"), (RT, "value"), (LC, "items"), (LC, "remove", 105), (RT, "clear"),
         (LC, "clear"),
-        (TM, "remove", TIMER.pack(116, 0)), ("timer", "fire", 116, 0),
+        (TM, "remove", TIMER.pack(111, 0)), ("timer", "fire", 111, 0),
         (LT, "value"), (RC, "items"), (RC, "remove", 100), (LT, "clear"), (RC, "clear"),
         (RT, "value"),
         (RC, "items"), (LC, "get", 120), (LC, "put", 120, B2), (RT, "value"),
-        (TM, "put", TIMER.pack(126, 0), True), (RT, "update", 126),
+        (TM, "put", TIMER.pack(121, 0), True), (RT, "update", 121),
         # end of input: the last cleanup timer empties the bid cache
-        (TM, "remove", TIMER.pack(126, 0)), ("timer", "fire", 126, 0),
+        (TM, "remove", TIMER.pack(121, 0)), ("timer", "fire", 121, 0),
         (LT, "value"), (RT, "value"), (LC, "items"), (LC, "remove", 120), (RT, "clear"),
         (LC, "clear"),
     ]

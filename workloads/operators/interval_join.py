@@ -4,8 +4,8 @@ auction when ``bid.ts - auction.ts`` is in ``lower_ms .. upper_ms``.
 
 Follows ``RowTimeIntervalJoin`` / ``TimeIntervalJoin`` (inner join, allowed lateness 0): bids
 are the left input, auctions the right; ``leftRelativeSize = -lower_ms``,
-``rightRelativeSize = upper_ms``, ``minCleanUpInterval = (leftRelativeSize +
-rightRelativeSize) / 2``; the operator time is the watermark (0 before the first). States:
+``rightRelativeSize = upper_ms``, ``minCleanUpInterval`` :data:`MIN_CLEANUP_INTERVAL_MS`
+(below); the operator time is the watermark. States:
 ``IntervalJoinLeftCache`` / ``IntervalJoinRightCache`` (``MapState<Long, List<row>>``: row time
 -> the rows of that time, here packed bytes) and ``IntervalJoinLeftTimerState`` /
 ``IntervalJoinRightTimerState`` (``ValueState<Long>``: the cleanup timer of the other side).
@@ -23,6 +23,30 @@ Flink. No state carries a TTL: ``TimeIntervalJoin.open`` creates its four descri
 ``enableTimeToLive`` and ``StreamExecIntervalJoin`` passes it no retention time (nor does
 DataStream's ``IntervalJoinOperator`` apply one): the caches are cleaned by these timers only,
 so a TTL cannot change the join's output.
+
+The cleanup interval. ``StreamExecIntervalJoin.translateToPlanInternal`` passes
+``RowTimeIntervalJoin`` the ``table.exec.interval-join.min-cleanup-interval`` option
+(``ExecutionConfigOptions.TABLE_EXEC_INTERVAL_JOIN_MIN_CLEAN_UP_INTERVAL``), whose default is 0
+since Flink 1.18 (before, half the interval: ``(leftRelativeSize + rightRelativeSize) / 2``).
+The flink-sql lane leaves it at its default, as a Flink SQL user does, and so does the
+emulation: a row's cleanup timer is at ``t + relative size + 1``, so a bid (``leftRelativeSize
+= -lower_ms``, 0 in q4's shape) leaves the cache as soon as the watermark passes it, and an
+auction ``upper_ms`` later. With half the interval every bid stayed ``(upper_ms - lower_ms) /
+2`` longer than in Flink: most of the emulation's state, and of its checkpoints, was bids the
+real job had already dropped (docs/operators.md).
+
+Flink's zeros, below every row here. ``TimeIntervalJoin`` starts its expiration times at 0
+(``leftExpirationTime`` / ``rightExpirationTime``), ``RowTimeIntervalJoin.updateOperatorTime``
+floors the operator time at 0 (``currentWatermark() > 0 ? currentWatermark() : 0``) and
+``removeExpiredRows`` takes ``earliestTimestamp > 0`` (from -1) for "a row is left": sentinels
+that sit below every row of a job on epoch times, Flink's users' and the flink-sql lane's (its
+event time is shifted past 0: ``SqlJob.shift``). statebench's Nexmark time starts at 0, where
+they would bite: a bid at time 0 with ``lower_ms = 0`` (``rightQualifiedUpperBound`` 0) would
+neither join (``0 < 0`` is false) nor be cached, and a row left at time 0 would be cleared with
+its cache. The emulation keeps Flink's logic with the sentinel :data:`BEFORE_ANY_ROW` in their
+place, below every row time as Flink's 0 is below every epoch time: on positive times it does
+what Flink does, and on Nexmark's first millisecond what the real job does (with the zeros it
+lost every pair of time 0 the real job emits; docs/operators.md).
 
 Left out: outer joins (the emitted flags and null padding), processing-time joins, the join
 condition's non-equi residue, allowed lateness, and separate watermarks per input.
@@ -46,6 +70,14 @@ from workloads.operators.rows import AUCTION_ROW, BID_ROW
 _FLAG = b"\x00"  # Tuple2<RowData, Boolean>: the row and "emitted" (false: inner join)
 LEFT_CACHE, RIGHT_CACHE = "IntervalJoinLeftCache", "IntervalJoinRightCache"
 LEFT_TIMER, RIGHT_TIMER = "IntervalJoinLeftTimerState", "IntervalJoinRightTimerState"
+#: ``table.exec.interval-join.min-cleanup-interval``'s default (Flink >= 1.18), the ms a cache
+#: entry is kept past its expiry before its cleanup timer removes it (module docstring).
+MIN_CLEANUP_INTERVAL_MS = 0
+#: Flink's 0 where ``TimeIntervalJoin`` means "before every row" (the expiration times' start,
+#: the operator time before a positive watermark): below every row time here, as Flink's 0 is
+#: below every epoch time (module docstring). Far from Long's ends, so the Java twin's
+#: ``time - size - 1`` cannot overflow.
+BEFORE_ANY_ROW = -(1 << 62)
 
 
 class IntervalJoin(EmulatedOperator):
@@ -63,16 +95,17 @@ class IntervalJoin(EmulatedOperator):
         super().__init__(params, out_of_orderness_ms, retention)
         self.left_size = -params.lower_ms
         self.right_size = params.upper_ms
-        self.min_cleanup = max(0, (self.left_size + self.right_size) // 2)
-        self.left_expiration = 0
-        self.right_expiration = 0
+        self.min_cleanup = MIN_CLEANUP_INTERVAL_MS
+        self.left_expiration = BEFORE_ANY_ROW
+        self.right_expiration = BEFORE_ANY_ROW
 
     def bind_views(self, views: dict[str, View]) -> None:
         self.lcache, self.rcache = views[LEFT_CACHE], views[RIGHT_CACHE]
         self.ltimer, self.rtimer = views[LEFT_TIMER], views[RIGHT_TIMER]
 
     def operator_time(self) -> int:
-        return self.watermark if self.watermark > 0 else 0
+        """The watermark, floored where Flink floors it at 0 (module docstring)."""
+        return self.watermark if self.watermark > BEFORE_ANY_ROW else BEFORE_ANY_ROW
 
     def expiration(self, relative_size: int) -> int:
         now = self.operator_time()
@@ -139,13 +172,13 @@ class IntervalJoin(EmulatedOperator):
 
     def _remove_expired(self, expiration: int, cache: View, timer_state: View,
                         left: bool) -> None:
-        earliest = -1
+        earliest: int | None = None  # Flink's -1, tested "> 0": no row left
         for time, _ in cache.items():
             if time <= expiration:
                 cache.remove(time)
-            elif time < earliest or earliest < 0:
+            elif earliest is None or time < earliest:
                 earliest = time
-        if earliest > 0:
+        if earliest is not None:
             self._register_cleanup(earliest, left)
         else:
             timer_state.clear()

@@ -170,6 +170,29 @@ REASONS: dict[tuple[str, str, str, str], Reason] = {
     ("group_agg", CHECKPOINT, "flink-sql", "flink-rocksdb"): Reason(
         _ROW_FORMAT + "SQL's aggregate keeps a RowData accumulator, the lane one long",
         "1.52x-1.55x (flink-operators)"),
+    ("interval_join", ENTRIES, "flink-sql", ANY): Reason(
+        "RocksDB's estimate-num-keys on both sides, of state that is nearly all puts and "
+        "deletes (TimeIntervalJoin puts each bid and its cleanup timer deletes it once the "
+        "watermark passes it; every timer re-registration rewrites a timer state): the "
+        "estimate counts each overwritten version and subtracts each deletion twice until a "
+        "memtable flush, so its peak is the maximum before a flush, which each side reaches at "
+        "its own moment (the emulated lane's at its checkpoint, the real job's at its own)",
+        "nexmark-interval-join, 100 k events, parallelism 2: 0.68x-0.73x over 3 runs "
+        "(bands file); 0.72x and 0.76x in two more (docs/operators.md)"),
+    ("interval_join", CHECKPOINT, "flink-sql", "flink-rocksdb"): Reason(
+        "the real job on RocksDB falls behind its paced clock (about half the paced rate on a "
+        "shared 2-core machine), so a checkpoint the wall clock triggers holds the state of an "
+        "earlier event time, and this join's state grows through any run shorter than "
+        "upper_ms (every auction stays upper_ms): the real checkpoint is the smaller",
+        "nexmark-interval-join, 100 k events, parallelism 2: 0.52x-0.67x over 3 runs "
+        "(bands file); 0.45x at parallelism 1 (docs/operators.md)"),
+    ("interval_join", CHECKPOINT, "flink-sql-heap", "flink-heap"): Reason(
+        _ROW_FORMAT + "Flink SQL caches each row as a BinaryRowData (the bid's fields and "
+        "event time, 8 bytes each and a header) in a List<Tuple2<RowData, Boolean>> per row "
+        "time; the lane packs 32 (bid) or 44 (auction) bytes and a one-byte flag per row into "
+        "one byte[]",
+        "nexmark-interval-join, 100 k events, parallelism 2: 1.33x-1.36x over 3 runs "
+        "(bands file); 1.26x and 1.30x in two more (docs/operators.md)"),
     (ANY, CHECKPOINT, "flink-sql", "rocksdb"): Reason(
         _ARROW, "dedup 2.89x, join 2.00x, window 9.78x (8.7x-10.4x) (flink-sql)"),
     ("dedup", CHECKPOINT, "flink-sql-heap", "flink-heap"): Reason(

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from workloads.cli.options import split_list
 from workloads.report.real_engine import (
     BANDS_PATH,
     CHECKPOINT,
@@ -143,8 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"real_engine_bands: --events must be positive, got {args.events}",
               file=sys.stderr)
         return 2
-    split = [[x.strip() for x in v.split(",") if x.strip()]
-             for v in (args.workloads, args.backends, args.strategies)]
+    split = [split_list(v) for v in (args.workloads, args.backends, args.strategies)]
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
     def write(runs: list[dict[str, Any]]) -> None:

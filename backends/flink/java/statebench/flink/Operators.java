@@ -844,10 +844,17 @@ final class Operators implements CommandFamily {
      *  the rows of that time, each followed by its one-byte emitted flag), the other side's
      *  cleanup timer in a ValueState<Long> without TTL, timers in the void namespace of
      *  KeyedCoProcessOperator's "user-timers" service. The expiration times are operator
-     *  fields shared by every key, as in Flink. */
+     *  fields shared by every key, as in Flink. Where TimeIntervalJoin means "before every
+     *  row" by 0 (the expiration times' start, RowTimeIntervalJoin's operator time floored at
+     *  0, removeExpiredRows' earliestTimestamp > 0) this twin uses BEFORE_ANY_ROW: below every
+     *  row time, as Flink's 0 is below every epoch time, where statebench's Nexmark time
+     *  starts at 0 (interval_join.py's docstring). */
     static final class IntervalJoin extends Op {
         static final int BID_BYTES = 32;
         static final int AUCTION_BYTES = 44;
+        /** interval_join.BEFORE_ANY_ROW: far from Long's ends, so time - size - 1 does not
+         *  overflow. */
+        static final long BEFORE_ANY_ROW = -(1L << 62);
         MapState<Long, byte[]> lcache;
         MapState<Long, byte[]> rcache;
         ValueState<Long> ltimer;
@@ -855,15 +862,17 @@ final class Operators implements CommandFamily {
         long leftSize;
         long rightSize;
         long minCleanup;
-        long leftExpiration;
-        long rightExpiration;
+        long leftExpiration = BEFORE_ANY_ROW;
+        long rightExpiration = BEFORE_ANY_ROW;
 
         @Override
         @SuppressWarnings("unchecked")
         void bind(StateTtlConfig ttl) throws Exception {
             leftSize = -p.lowerMs;
             rightSize = p.upperMs;
-            minCleanup = Math.max(0, Math.floorDiv(leftSize + rightSize, 2));
+            // table.exec.interval-join.min-cleanup-interval's default (0 since Flink 1.18;
+            // interval_join.MIN_CLEANUP_INTERVAL_MS), which StreamExecIntervalJoin passes on
+            minCleanup = 0;
             // no TTL: TimeIntervalJoin.open enables none (its timers clean the caches)
             lcache = (MapState<Long, byte[]>) register(FlinkBackend.MAP,
                     new MapStateDescriptor<>("IntervalJoinLeftCache", LongSerializer.INSTANCE,
@@ -885,7 +894,7 @@ final class Operators implements CommandFamily {
         }
 
         long operatorTime() {
-            return watermark > 0 ? watermark : 0;
+            return watermark > BEFORE_ANY_ROW ? watermark : BEFORE_ANY_ROW;
         }
 
         long expiration(long relativeSize) {
@@ -1015,18 +1024,20 @@ final class Operators implements CommandFamily {
 
         void removeExpired(long expiration, MapState<Long, byte[]> cache,
                            ValueState<Long> timerState, boolean left) throws Exception {
-            long earliest = -1;
+            long earliest = 0;
+            boolean rowLeft = false; // a row is left (Flink's earliestTimestamp > 0)
             accesses++;
             for (Map.Entry<Long, byte[]> e : sorted(cache)) {
                 long time = e.getKey();
                 if (time <= expiration) {
                     accesses++;
                     cache.remove(time);
-                } else if (time < earliest || earliest < 0) {
+                } else if (!rowLeft || time < earliest) {
                     earliest = time;
+                    rowLeft = true;
                 }
             }
-            if (earliest > 0) {
+            if (rowLeft) {
                 registerCleanup(earliest, left);
             } else {
                 accesses += 2;

@@ -236,8 +236,11 @@ public final class SqlJob {
      * {@code bound + 1} ms (from ts 0) had none, and the event clock and the lockstep had
      * nothing to go by there. A multiple of the window keeps windows (and HOP's slices, which
      * divide it) aligned as without it; the queries take it off the window bounds they emit,
-     * and ts, which the outputs carry, is never shifted; every other operator reads time
-     * differences only.
+     * and ts, which the outputs carry, is never shifted. The other operators read time
+     * differences, except {@code TimeIntervalJoin}, whose 0 means "before every row" (its
+     * first expiration times, the operator time's floor): the shift keeps every row above it,
+     * as on epoch times, and the emulation's sentinel does the same
+     * (workloads/operators/interval_join.py).
      */
     static long shift(long windowMs, long boundMs) {
         long need = boundMs + 2;
