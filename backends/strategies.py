@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 
 from backends.cleanup.spark_event_timer import SPARK_EVENT_TIMER
 from backends.cleanup.strategy import (
@@ -28,6 +27,7 @@ from backends.cleanup.strategy import (
     Param,
     Strategy,
 )
+from backends.registry import Registry
 from backends.ttl_config import (
     DEFAULT_INCREMENTAL_CLEANUP_SIZE,
     DEFAULT_QUERY_TIME_AFTER_NUM_ENTRIES,
@@ -165,55 +165,41 @@ SPARK_TIMER = Strategy(
 BUILTIN: tuple[Strategy, ...] = (NONE, FULL_SNAPSHOT, INCREMENTAL, COMPACTION_FILTER, TIMER,
                                  SPARK_WATERMARK, SPARK_NO_TTL, SPARK_TTL, SPARK_TIMER,
                                  SPARK_EVENT_TIMER)
-_REGISTRY: dict[str, Strategy] = {}
-#: Strategy name -> its :class:`Strategy`, in registration order (read-only).
-STRATEGIES: Mapping[str, Strategy] = MappingProxyType(_REGISTRY)
 #: The baseline every comparison measures the others against: read-time cleanup only.
 BASELINE = NONE.name
 _NAME = re.compile(r"^[a-z_]+$")
 
 
-def register(found: Strategy) -> Strategy:
-    """Add ``found`` to the registry; ValueError for a name already taken or not of the text
-    form's characters."""
+def _check(found: Strategy) -> None:
     if not _NAME.match(found.name):
         raise ValueError(f"strategy name {found.name!r}: lower-case letters and '_' only")
-    if found.name in _REGISTRY:
-        raise ValueError(f"strategy '{found.name}' is registered already")
-    _REGISTRY[found.name] = found
-    return found
 
 
-def unregister(name: str) -> None:
-    """Remove strategy ``name`` (a test's throwaway strategy); built-in ones stay."""
-    if any(s.name == name for s in BUILTIN):
-        raise ValueError(f"strategy '{name}' is built in")
-    _REGISTRY.pop(name, None)
-
-
-for _builtin in BUILTIN:
-    register(_builtin)
-
-
-def strategy(name: str) -> Strategy:
-    """The registered strategy ``name``; ValueError names the known ones."""
-    found = _REGISTRY.get(name)
-    if found is None:
-        raise ValueError(f"unknown cleanup strategy '{name}'; known: {', '.join(_REGISTRY)}")
-    return found
+REGISTRY: Registry[Strategy] = Registry(
+    "strategy", lambda name, known: f"unknown cleanup strategy '{name}'; known: {known}",
+    _check)
+REGISTRY.builtin(BUILTIN)
+#: Strategy name -> its :class:`Strategy`, in registration order (read-only).
+STRATEGIES: Mapping[str, Strategy] = REGISTRY.items
+#: Add a strategy (ValueError for a name taken or not of the text form's characters).
+register = REGISTRY.register
+#: Remove a throwaway strategy; built-in ones stay.
+unregister = REGISTRY.unregister
+#: The registered strategy ``name``; ValueError names the known ones.
+strategy = REGISTRY.get
 
 
 def strategy_of_label(label: str) -> Strategy | None:
     """The registered strategy a scenario label runs (a text form, or a sweep's label such as
     ``incremental(size=20)``), by the name before its parenthesis; None for a label of no
     registered strategy (a TTL sweep's ``ttl(ms=50)``)."""
-    return _REGISTRY.get(label.split("(", 1)[0].strip())
+    return STRATEGIES.get(label.split("(", 1)[0].strip())
 
 
 def mechanism_title(mechanism: str) -> str:
     """How the report names a cleanup mechanism: the strategy's title whose counter it is,
     "on read" for read-time cleanup (every strategy's)."""
-    found = next((s for s in _REGISTRY.values() if s.mechanism == mechanism), None)
+    found = next((s for s in STRATEGIES.values() if s.mechanism == mechanism), None)
     return "on read" if found is None else found.title
 
 
@@ -225,13 +211,13 @@ def parse_strategy(text: str) -> CleanupStrategy:
     if not isinstance(text, str):
         raise ValueError(f"cleanup strategy must be a string, got {text!r}")
     match = _TEXT.match(text)
-    if not match or match.group(1) not in _REGISTRY:
+    if not match or match.group(1) not in STRATEGIES:
         raise ValueError(
-            f"unknown cleanup strategy '{text}'; known: {', '.join(_REGISTRY)}"
+            f"unknown cleanup strategy '{text}'; known: {', '.join(STRATEGIES)}"
         )
     name, raw_args = match.group(1), match.group(2)
     parts = [p for p in raw_args.split(",")] if raw_args and raw_args.strip() else []
-    return CleanupStrategy(name, _REGISTRY[name].parse_args(parts))
+    return CleanupStrategy(name, STRATEGIES[name].parse_args(parts))
 
 
 __all__ = ["BASELINE", "BUILTIN", "COMPACTIONS", "ENTRY_ITERATOR", "STRATEGIES",

@@ -53,3 +53,14 @@ def session_confs(spark: Any, confs: dict[str, str]) -> Iterator[None]:
         yield
     finally:
         restore_confs(spark, old)
+
+
+def end_query(spark: Any, query: Any, name: str) -> None:
+    """Stop ``query`` (None: it never started) and drop its memory sink's view ``name``, in
+    every case and whatever failed before: a query left running would hold the session's
+    state stores and its view would shadow the next query's."""
+    if query is not None:
+        with suppress(Exception):
+            query.stop()
+    with suppress(Exception):
+        spark.catalog.dropTempView(name)

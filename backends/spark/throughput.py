@@ -36,7 +36,6 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from backends.spark.listener import ProgressRecorder
-from backends.spark.session_setup import session_confs, spark_ddl
+from backends.spark.session_setup import end_query, session_confs, spark_ddl
 from backends.spark.tws import (
     CHANGELOG_CONF,
     OUTPUT_DDL,
@@ -279,11 +278,7 @@ def run_variant(spark: Any, listener: ProgressRecorder, input_dir: Path, schema:
             wall = time.time() - started
             out = spark.table(name).toArrow()
         finally:
-            if query is not None:
-                with suppress(Exception):
-                    query.stop()
-            with suppress(Exception):
-                spark.catalog.dropTempView(name)
+            end_query(spark, query, name)
     figures = batch_figures(progress, out, plan, warm_up)
     result = QueryFigures(variant=variant, strategy=strategy, batches=figures,
                           output_rows=out.num_rows, events=int(sum(plan)), wall_s=wall,

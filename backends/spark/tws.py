@@ -69,7 +69,7 @@ import pyarrow.parquet as pq
 
 from backends.spark.files import StateUploads
 from backends.spark.listener import ProgressRecorder
-from backends.spark.session_setup import restore_confs, set_confs, spark_ddl
+from backends.spark.session_setup import end_query, restore_confs, set_confs, spark_ddl
 from backends.spark.slices import Feeder, SliceWriter, plan_slices
 
 try:  # the processor's base class: a plain object where pyspark is missing (the lane's
@@ -329,6 +329,14 @@ class QueryResult:
     time_shift_ms: int = 0
 
 
+def state_store_confs(settings: QuerySettings) -> dict[str, str]:
+    """The session configurations a spark-tws query runs with: RocksDB's state store, its
+    changelog checkpointing and snapshot interval, the run's partitions."""
+    return {PROVIDER_CONF: ROCKSDB_PROVIDER, CHANGELOG_CONF: str(settings.changelog).lower(),
+            SNAPSHOT_CONF: str(settings.min_deltas_for_snapshot),
+            "spark.sql.shuffle.partitions": str(settings.partitions)}
+
+
 class _Progress:
     """Every batch of the query as its listener recorded it, and the state store's files
     measured after each (``backends.spark.files.StateUploads``)."""
@@ -364,6 +372,18 @@ class _Progress:
         return fresh
 
 
+def _stop(query: Any, recorder: ProgressRecorder, progress: _Progress) -> float:
+    """Stop ``query`` and take every batch it reported (the listener's events arrive after
+    ``stop`` returns: its termination event is the last); the time of the stop."""
+    stopped = time.time()
+    query.stop()
+    if not recorder.wait_terminated(progress.run_id):
+        raise SparkQueryError("the transformWithState query's termination event did "
+                              "not reach its listener within 30 s of its stop")
+    progress.poll()  # the batches that ended while the query stopped
+    return stopped
+
+
 def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: QuerySettings,
               work_dir: Path, checkpoint_dir: Path, name: str = "statebench_tws") -> QueryResult:
     """Run the events through a transformWithState query on the paced clock (module
@@ -390,12 +410,7 @@ def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: Qu
     from pyspark.sql.types import StructType
 
     spark_schema = StructType.fromDDL(spark_ddl(events.schema))
-    old = set_confs(spark, {
-        PROVIDER_CONF: ROCKSDB_PROVIDER,
-        CHANGELOG_CONF: str(settings.changelog).lower(),
-        SNAPSHOT_CONF: str(settings.min_deltas_for_snapshot),
-        "spark.sql.shuffle.partitions": str(settings.partitions),
-    })
+    old = set_confs(spark, state_store_confs(settings))
     query = None
     writer = SliceWriter(events, plan, staging)  # fills its stretch ahead during the warm-up
     feeder: Feeder | None = None
@@ -445,12 +460,7 @@ def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: Qu
                     raise SparkQueryError(
                         f"the transformWithState query processed {consumed:,} of {n:,} events "
                         f"within {settings.timeout_s:g} s after the last release")
-            stopped = time.time()
-            query.stop()
-            if not recorder.wait_terminated(progress.run_id):
-                raise SparkQueryError("the transformWithState query's termination event did "
-                                      "not reach its listener within 30 s of its stop")
-            progress.poll()  # the batches that ended while the query stopped
+            stopped = _stop(query, recorder, progress)
             out = spark.table(name).toArrow()
             batches = [b for b in sorted(progress.by_batch) if b not in warm_up]
             return QueryResult(
@@ -469,11 +479,7 @@ def run_query(spark: Any, events: pa.Table, release_ms: np.ndarray, settings: Qu
             feeder.join(5)
         if writer.ident is not None:  # started
             writer.join(5)
-        if query is not None:
-            with suppress(Exception):
-                query.stop()
-        with suppress(Exception):
-            spark.catalog.dropTempView(name)
+        end_query(spark, query, name)
         restore_confs(spark, old)
 
 
@@ -533,12 +539,7 @@ def run_event_query(spark: Any, events: pa.Table, settings: QuerySettings, work_
         os.utime(path, (stamp, stamp))
     final_watermark_ms = closing_ts - settings.watermark_delay_ms
     spark_schema = StructType.fromDDL(spark_ddl(table.schema))
-    old = set_confs(spark, {
-        PROVIDER_CONF: ROCKSDB_PROVIDER,
-        CHANGELOG_CONF: str(settings.changelog).lower(),
-        SNAPSHOT_CONF: str(settings.min_deltas_for_snapshot),
-        "spark.sql.shuffle.partitions": str(settings.partitions),
-    })
+    old = set_confs(spark, state_store_confs(settings))
     query = None
     started = time.time()
     try:
@@ -567,12 +568,7 @@ def run_event_query(spark: Any, events: pa.Table, settings: QuerySettings, work_
                         f"the event-time transformWithState query processed {done:,} of "
                         f"{n:,} events and ran no batch at its closing watermark within "
                         f"{settings.timeout_s:g} s")
-            stopped = time.time()
-            query.stop()
-            if not recorder.wait_terminated(progress.run_id):
-                raise SparkQueryError("the transformWithState query's termination event did "
-                                      "not reach its listener within 30 s of its stop")
-            progress.poll()
+            stopped = _stop(query, recorder, progress)
             out = spark.table(name).toArrow()
             is_event = pc.greater_equal(out.column("ord"), 0)
             timers = out.filter(pc.invert(is_event))
@@ -586,11 +582,7 @@ def run_event_query(spark: Any, events: pa.Table, settings: QuerySettings, work_
                 time_shift_ms=shift,
                 fired=list(zip(timers.column("t").to_pylist(), timers.column("r").to_pylist())))
     finally:
-        if query is not None:
-            with suppress(Exception):
-                query.stop()
-        with suppress(Exception):
-            spark.catalog.dropTempView(name)
+        end_query(spark, query, name)
         restore_confs(spark, old)
 
 

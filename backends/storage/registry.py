@@ -15,10 +15,10 @@ made from this registry, so it is a lane too), or :func:`register` and a lane
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 
 from backends.cleanup.strategy import COMPACTIONS, ENTRY_ITERATOR
 from backends.heap_backend import HeapKeyedStateBackend
+from backends.registry import Registry
 from backends.rocksdb_backend import RocksDBKeyedStateBackend
 from backends.storage.kind import StorageBackend
 
@@ -30,48 +30,32 @@ ROCKSDB = StorageBackend(
     keeps_files=True, takes_rocksdb_options=True, holds_native_handles=True,
     rocksdb_statistics=True, background_compactions=True, records_per_s=50_000.0)
 
-_REGISTRY: dict[str, StorageBackend] = {}
-#: Backend name -> its :class:`StorageBackend`, in registration order (read-only).
-STORAGE_BACKENDS: Mapping[str, StorageBackend] = MappingProxyType(_REGISTRY)
 #: The backends statebench ships.
 BUILTIN: tuple[StorageBackend, ...] = (HEAP, ROCKSDB)
 
 
-def register(found: StorageBackend) -> StorageBackend:
-    """Add ``found``; ValueError for a name already taken, or one its class does not carry
-    (``KeyedStateBackend.kind``: snapshots record it, restores ask the registry by it)."""
+def _check(found: StorageBackend) -> None:
+    """Its class must carry its name (``KeyedStateBackend.kind``: snapshots record it,
+    restores ask the registry by it)."""
     if found.factory.kind != found.name:
         raise ValueError(f"backend kind '{found.name}': its class {found.factory.__name__} has "
                          f"kind '{found.factory.kind}'")
-    if found.name in _REGISTRY:
-        raise ValueError(f"backend kind '{found.name}' is registered already")
-    _REGISTRY[found.name] = found
-    return found
 
 
-def unregister(name: str) -> None:
-    """Remove backend ``name`` (a test's throwaway backend); built-in ones stay."""
-    if any(b.name == name for b in BUILTIN):
-        raise ValueError(f"backend kind '{name}' is built in")
-    _REGISTRY.pop(name, None)
-
-
-for _builtin in BUILTIN:
-    register(_builtin)
-
-
-def storage_backend(name: str) -> StorageBackend:
-    """The registered backend ``name``; ValueError names the known ones."""
-    found = _REGISTRY.get(name)
-    if found is None:
-        raise ValueError(
-            f"unknown backend kind '{name}'; expected one of {', '.join(_REGISTRY)}")
-    return found
-
-
-def backend_kinds() -> tuple[str, ...]:
-    """Every registered backend's name, now (a throwaway one registered since included)."""
-    return tuple(_REGISTRY)
+REGISTRY: Registry[StorageBackend] = Registry(
+    "backend kind",
+    lambda name, known: f"unknown backend kind '{name}'; expected one of {known}", _check)
+REGISTRY.builtin(BUILTIN)
+#: Backend name -> its :class:`StorageBackend`, in registration order (read-only).
+STORAGE_BACKENDS: Mapping[str, StorageBackend] = REGISTRY.items
+#: Add a backend (ValueError for a name taken, or one its class does not carry).
+register = REGISTRY.register
+#: Remove a throwaway backend; built-in ones stay.
+unregister = REGISTRY.unregister
+#: The registered backend ``name``; ValueError names the known ones.
+storage_backend = REGISTRY.get
+#: Every registered backend's name, now (a throwaway one registered since included).
+backend_kinds = REGISTRY.names
 
 
 #: statebench's own backends when the package was imported (``backends.BACKEND_KINDS``).

@@ -52,7 +52,8 @@ def test_lanes_are_spark_job_lanes() -> None:
     assert {lane.engine for lane in SPARK_TWS_LANES} == {"spark"}
     assert not any(lane.runs_tasks for lane in SPARK_TWS_LANES)
     assert (LANE.changelog, NOCHANGELOG.changelog) == (True, False)
-    assert LANE.own_strategies == ("spark_no_ttl", "spark_ttl", "spark_timer")
+    assert LANE.own_strategies == ("spark_no_ttl", "spark_ttl", "spark_timer",
+                                   "spark_event_timer")
 
 
 def test_operator_spec_is_not_applicable(view: Any) -> None:
