@@ -106,16 +106,25 @@ def _java_major(javac: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-def _sources() -> list[Path]:
-    return sorted(JAVA_SOURCES.rglob("*.java"))
+def java_sources(folder: Path) -> list[Path]:
+    """Every Java source under ``folder``, in a fixed order (javac's arguments, the key)."""
+    return sorted(folder.rglob("*.java"))
+
+
+def sources_digest(folder: Path) -> hashlib._Hash:
+    """A sha256 fed every Java source under ``folder`` (its path there and its bytes): the
+    part of each compiled program's cache key that its own code makes; the caller adds what
+    it compiles against."""
+    digest = hashlib.sha256()
+    for src in java_sources(folder):
+        digest.update(str(src.relative_to(folder)).encode())
+        digest.update(src.read_bytes())
+    return digest
 
 
 def cache_key(jar: Path) -> str:
     """Hash of every Java source (path and bytes) and the jar's name, size and mtime."""
-    digest = hashlib.sha256()
-    for src in _sources():
-        digest.update(str(src.relative_to(JAVA_SOURCES)).encode())
-        digest.update(src.read_bytes())
+    digest = sources_digest(JAVA_SOURCES)
     stat = jar.stat()
     digest.update(f"{jar.name}|{stat.st_size}|{stat.st_mtime_ns}".encode())
     return digest.hexdigest()[:20]
@@ -215,7 +224,7 @@ def _compile(javac: str, jar: Path, target: Path) -> Path:
     try:
         proc = subprocess.run(
             [javac, "-nowarn", "-Xlint:-options", "-encoding", "UTF-8", "-d", str(tmp),
-             "-cp", str(jar), *map(str, _sources())],
+             "-cp", str(jar), *map(str, java_sources(JAVA_SOURCES))],
             capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S,
         )
         if proc.returncode != 0:

@@ -75,7 +75,6 @@ serializers, expired ones not yet cleaned up included).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -95,6 +94,8 @@ from backends.flink.build import (
     cache_root,
     find_flink_jar,
     find_jdk,
+    java_sources,
+    sources_digest,
     write_manifest,
 )
 from backends.flink.errors import FlinkUnavailableError
@@ -133,10 +134,7 @@ def _lib_jars() -> list[Path]:
 
 
 def _build_key(jars: list[Path]) -> str:
-    digest = hashlib.sha256()
-    for src in sorted(SOURCES.rglob("*.java")):
-        digest.update(str(src.relative_to(SOURCES)).encode())
-        digest.update(src.read_bytes())
+    digest = sources_digest(SOURCES)
     for jar in jars:
         stat = jar.stat()
         digest.update(f"{jar.name}|{stat.st_size}|{stat.st_mtime_ns}".encode())
@@ -173,7 +171,7 @@ def ensure_sql_job_built() -> SqlBuild:
                 proc = subprocess.run(
                     [javac, "-nowarn", "-Xlint:-options", "-encoding", "UTF-8", "-d", str(tmp),
                      "-cp", os.pathsep.join(map(str, jars)),
-                     *map(str, sorted(SOURCES.rglob("*.java")))],
+                     *map(str, java_sources(SOURCES))],
                     capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S)
                 if proc.returncode != 0:
                     raise FlinkUnavailableError(

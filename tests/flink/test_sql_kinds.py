@@ -175,20 +175,27 @@ def join_shares(ttl_run: dict[str, Any], reference: dict[str, Any]) -> tuple[flo
 # ------------------------------------------------------------------------------------------
 
 
-def emulated_outputs(spec: WorkloadSpec, ttl_ms: int | None) -> list[Output]:
-    """The emulated operator's outputs over the spec's events in the job's order, on a heap
-    backend whose TTL clock is each record's time (the emulation under EventTime)."""
-    op, time = spec.operator, spec.time
-    assert op is not None and time is not None
+def operator_input(spec: WorkloadSpec) -> tuple[Any, list[tuple]]:
+    """The operator's keys and input rows over the spec's events in the job's order (ts, then
+    arrival), as the emulated task reads them."""
+    assert spec.operator is not None
     table = events_in_time_order(spec).combine_chunks()
     batch = pa.RecordBatch.from_arrays(
         [*(column.chunk(0) for column in table.columns),
          pa.array(range(table.num_rows), pa.int64())],
         names=[*table.column_names, "seq"])
-    rows, keys = select(op, batch)
+    rows, keys = select(spec.operator, batch)
     columns = ("event_type", "ts", "person_id", "auction_id", "price", "category",
                "expires_ms")
-    data = list(zip(*(rows.column(c).to_pylist() for c in columns)))
+    return keys, list(zip(*(rows.column(c).to_pylist() for c in columns)))
+
+
+def emulated_outputs(spec: WorkloadSpec, ttl_ms: int | None) -> list[Output]:
+    """The emulated operator's outputs over the spec's events in the job's order, on a heap
+    backend whose TTL clock is each record's time (the emulation under EventTime)."""
+    op, time = spec.operator, spec.time
+    assert op is not None and time is not None
+    keys, data = operator_input(spec)
     operator = make_operator(op, time.max_out_of_orderness_ms, retention=True, ttl_ms=ttl_ms)
     clock = backends.ManualClock(0)
     backend = backends.create_backend("heap", clock=clock)
@@ -353,15 +360,7 @@ def emulated_peak_state(spec: WorkloadSpec, min_cleanup_ms: int | None = None) -
     the emulation's own): what a checkpoint of it holds, each row and timer counted once."""
     op, time = spec.operator, spec.time
     assert op is not None and time is not None
-    table = events_in_time_order(spec).combine_chunks()
-    batch = pa.RecordBatch.from_arrays(
-        [*(column.chunk(0) for column in table.columns),
-         pa.array(range(table.num_rows), pa.int64())],
-        names=[*table.column_names, "seq"])
-    rows, keys = select(op, batch)
-    columns = ("event_type", "ts", "person_id", "auction_id", "price", "category",
-               "expires_ms")
-    data = list(zip(*(rows.column(c).to_pylist() for c in columns)))
+    keys, data = operator_input(spec)
     operator: Any = make_operator(op, time.max_out_of_orderness_ms, retention=True)
     if min_cleanup_ms is not None:
         operator.min_cleanup = min_cleanup_ms

@@ -21,7 +21,6 @@ creates the query, whose execution thread inherits it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -68,16 +67,11 @@ def jvm_problem() -> str | None:
     return None
 
 
-def _sources() -> list[Path]:
-    return sorted(JAVA_SOURCES.rglob("*.java"))
-
-
 def cache_key(jars: Path) -> str:
     """Hash of every Java source (path and bytes) and of Spark's jars (names and sizes)."""
-    digest = hashlib.sha256()
-    for src in _sources():
-        digest.update(str(src.relative_to(JAVA_SOURCES)).encode())
-        digest.update(src.read_bytes())
+    from backends.flink.build import sources_digest
+
+    digest = sources_digest(JAVA_SOURCES)
     for jar in sorted(jars.glob("*.jar")):
         digest.update(f"{jar.name}|{jar.stat().st_size}".encode())
     return digest.hexdigest()[:20]
@@ -86,7 +80,7 @@ def cache_key(jars: Path) -> str:
 def ensure_built() -> Path:
     """The processor's jar, compiled unless the cache holds it; raises ``RuntimeError`` with
     javac's own message when it does not compile."""
-    from backends.flink.build import build_lock, cache_root
+    from backends.flink.build import build_lock, cache_root, java_sources
 
     problem = jvm_problem()
     if problem is not None:
@@ -108,7 +102,7 @@ def ensure_built() -> Path:
             assert javac is not None  # jvm_problem said so
             proc = subprocess.run(
                 [javac, "-nowarn", "-Xlint:-options", "-encoding", "UTF-8", "--release", "17",
-                 "-d", str(classes), "-cp", str(jars / "*"), *map(str, _sources())],
+                 "-d", str(classes), "-cp", str(jars / "*"), *map(str, java_sources(JAVA_SOURCES))],
                 capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S)
             if proc.returncode != 0:
                 raise RuntimeError("compiling the Spark JVM processor failed:\n"
