@@ -11,8 +11,11 @@ is larger than any regression worth catching. So A and B are never measured apar
   random from trial to trial), so a neighbour's burst or a cache flush hits both (Bulej et al.,
   duet benchmarking); in ``interleaved`` mode one after the other, the first side drawn at
   random (Abedi and Brecht's randomized multiple interleaved trials);
-* the hash seed is fixed (``PYTHONHASHSEED=0``) so that nothing but layout separates two
-  processes of the same code; the rest of their difference is measured, and counted by the
+* the hash seed is fixed (``PYTHONHASHSEED=0``), and the interpreter's layout is drawn afresh
+  for each pair (``worker.shift_layout``: a seeded number of classes made before the revision
+  is imported, the same on both sides of a pair), so that a commit which only moves where the
+  measured code's lookups land in CPython's attribute cache is spread between pairs rather
+  than a bias; the rest of the processes' difference is measured, and counted by the
   statistics (``stats.py``).
 """
 
@@ -34,6 +37,9 @@ from typing import IO, Any
 from workloads.cli.options import CliError
 
 WORKER = Path(__file__).with_name("worker.py")
+#: Layout offsets a pair draws from: CPython's attribute cache has 2**12 entries, so offsets
+#: over that range reach every alignment of a class's version tag in it.
+LAYOUTS = 4096
 DUET = "duet"
 INTERLEAVED = "interleaved"
 MODES = (DUET, INTERLEAVED)
@@ -67,17 +73,18 @@ class Samples:
 class Worker:
     """A worker process of one revision, asked one JSON line at a time."""
 
-    def __init__(self, rev: Revision, scenario: dict[str, Any], log_dir: Path) -> None:
+    def __init__(self, rev: Revision, scenario: dict[str, Any], log_dir: Path,
+                 layout: int = 0) -> None:
         self.rev = rev
         env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
         env.pop("PYTHONPATH", None)  # the tree is put first by the worker itself
         self.log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed in close()
             "w+", prefix=f"worker-{rev.label}-", suffix=".log", dir=log_dir, delete=False)
         self.proc = subprocess.Popen(
-            [sys.executable, str(WORKER), str(rev.tree), json.dumps(scenario)],
+            [sys.executable, str(WORKER), str(rev.tree), json.dumps(scenario), str(layout)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
             env=env, cwd=log_dir)
-        self.receive()  # {"ready": true}
+        self.ready = self.receive()  # {"ready": true, "pid": ..., "layout": ...}
 
     def send(self, req: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -179,10 +186,11 @@ def measure(a: Revision, b: Revision, names: Sequence[str], pairs: int,
     total, done = pairs * sum(trials(n) + 1 for n in names), 0
     for pair in range(pairs):
         order = (a, b) if pair % 2 == 0 else (b, a)
+        layout = rng.randrange(LAYOUTS)
         workers: dict[str, Worker] = {}
         try:
             for rev in order:  # both build their fixtures at once, the first started first
-                workers[rev.label] = Worker(rev, scenario, log_dir)
+                workers[rev.label] = Worker(rev, scenario, log_dir, layout)
                 workers[rev.label].send({"cmd": "prepare", "names": list(names)})
             for rev in order:
                 workers[rev.label].receive()
