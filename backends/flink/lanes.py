@@ -40,6 +40,18 @@ LANE_KINDS: dict[str, str] = {"flink-heap": "heap", "flink-rocksdb": "rocksdb",
 REAL_JOB_KINDS = frozenset({"heap", "rocksdb"})
 #: The Flink backend kinds that keep state in memory (a JVM's warm-up applies all its events).
 IN_MEMORY_KINDS = frozenset({"heap"})
+#: Flink's background cleanup when a TTL is set and no cleanup is chosen (``StateTtlConfig``'s
+#: defaults since Flink 1.10, the one ``table.exec.state.ttl`` runs): incremental cleanup of
+#: 5 entries per access in memory, RocksDB's compaction filter otherwise.
+IN_MEMORY_DEFAULT_CLEANUP = "incremental(5, false)"
+FILE_DEFAULT_CLEANUP = "compaction_filter"
+
+
+def default_cleanup(lane: str) -> str:
+    """Flink's default background cleanup on ``lane``'s backend (a TTL sweep's scenarios run
+    it there: Flink has no timer cleanup)."""
+    return (IN_MEMORY_DEFAULT_CLEANUP if LANE_KINDS[lane] in IN_MEMORY_KINDS
+            else FILE_DEFAULT_CLEANUP)
 #: The Flink backend kinds that are ForSt (a primary folder of their own, URI-named).
 FORST_KINDS = frozenset({"forst", "forst-async"})
 #: The Flink backend kinds driven through the State V2 API (no OnReadAndWrite TTL).

@@ -253,6 +253,9 @@ class SqlJobConfig:
     #: the keyed backends' TTL clock: ``paced`` (the paced wall clock) or ``event`` (the
     #: records' time the keyed operator has reached: its input watermark + bound + 1)
     ttl_clock: str = "paced"
+    #: with the ``event`` clock: the records' times to checkpoint before (the emulation's
+    #: barriers), instead of every ``checkpoint_interval_ms`` of wall time; empty: periodic
+    checkpoint_times_ms: tuple[int, ...] = ()
     conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -46,6 +46,18 @@ def start_worker(kind: str) -> FlinkWorker:
 
 
 @pytest.fixture(scope="module")
+def sql_job_built() -> None:
+    """The Flink SQL job compiled (once per checkout), or the module fails or skips as the
+    oracle does; a module asks for it with ``pytest.mark.usefixtures("sql_job_built")``."""
+    from backends.flink.sql_job import ensure_sql_job_built
+
+    try:
+        ensure_sql_job_built()
+    except FlinkUnavailableError as exc:
+        fail_or_skip("the Flink SQL job", exc)
+
+
+@pytest.fixture(scope="module")
 def flink_heap() -> Iterator[FlinkWorker]:
     with start_worker("heap") as worker:
         yield worker

@@ -19,15 +19,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from backends.flink import FlinkUnavailableError
 from backends.flink.errors import FlinkWorkerError
 from backends.flink.sql_job import (
     SqlJobConfig,
-    ensure_sql_job_built,
     run_sql_jobs,
     write_events_csv,
 )
-from tests.flink.conftest import fail_or_skip
 from workloads.lanes.flink_sql import spec_problem
 from workloads.lanes.flink_sql import sql_cleanup_reason as not_applicable_reason
 from workloads.lanes.flink_sql_job import REFERENCE_TTL_MS, changed_outputs, report_rows
@@ -39,19 +36,13 @@ from workloads.run.metrics import METRIC_SCHEMA, MetricRows
 from workloads.run.plan import PlanError, RunConfig
 from workloads.spec import load_spec
 
+pytestmark = pytest.mark.usefixtures("sql_job_built")
+
 EVENTS = 20_000
 RATE = 10_000.0  # 2 s of event time: 2 s of wall time per job at speedup 1
 WINDOW_MS = 500
 CATEGORY = 10
 TTL_MS = 100
-
-
-@pytest.fixture(scope="module", autouse=True)
-def sql_job_available() -> None:
-    try:
-        ensure_sql_job_built()
-    except FlinkUnavailableError as exc:
-        fail_or_skip("the Flink SQL job", exc)
 
 
 @pytest.fixture(scope="module")
@@ -495,7 +486,8 @@ def test_the_real_job_agrees_with_the_emulated_operator(kind: str, tmp_path: Pat
     deletion twice (a fired window deletes its state and its timer) and counts every
     overwritten accumulator until a compaction - and checkpoints are larger
     on the real job (Flink's RowData serializers and key-group framing against statebench's
-    zstd-compressed Arrow snapshots; Flink's are uncompressed by default).
+    zstd-compressed Arrow snapshots; Flink's HashMap snapshots are uncompressed, its full
+    RocksDB checkpoints copies of compressed SST files).
 
     The same run holds the emulated operator on flink-rocksdb, so one real job answers both
     comparisons (assert_flink_rocksdb_agrees, test_flink_operators.py)."""

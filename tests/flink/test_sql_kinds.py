@@ -32,15 +32,12 @@ import pyarrow as pa
 import pytest
 
 import backends
-from backends.flink import FlinkUnavailableError
 from backends.flink.sql_job import (
     SqlJobConfig,
-    ensure_sql_job_built,
     run_sql_jobs,
     write_events_csv,
 )
 from backends.flink.sql_lanes import SQL_KINDS
-from tests.flink.conftest import fail_or_skip
 from workloads.lanes.flink_sql import spec_problem
 from workloads.lanes.flink_sql_job import (
     REFERENCE_TTL_MS,
@@ -54,6 +51,8 @@ from workloads.operators.results import replay
 from workloads.operators.rows import AUCTION_ROW, BID_ROW
 from workloads.run.plan import RunConfig
 from workloads.spec import OPERATOR_KINDS, WorkloadSpec, load_spec
+
+pytestmark = pytest.mark.usefixtures("sql_job_built")
 
 EVENTS = 12_000
 RATE = 10_000.0  # 1.2 s of event time: 1.2 s of wall time per job at speedup 1
@@ -91,14 +90,6 @@ SHARE_POINTS = 0.01
 def scaled_spec(kind: str) -> WorkloadSpec:
     name, overrides = JOIN_SPEC if kind == "regular_join" else KINDS[kind]
     return load_spec(name).with_overrides(events=EVENTS, rate=RATE, **overrides)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def sql_job_available() -> None:
-    try:
-        ensure_sql_job_built()
-    except FlinkUnavailableError as exc:
-        fail_or_skip("the Flink SQL job", exc)
 
 
 def job_config(spec: WorkloadSpec, events: Path, count: int, backend: str, ttl_ms: int,

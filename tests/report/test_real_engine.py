@@ -249,7 +249,7 @@ def test_window_entries_differ_by_construction_inside_the_band(tmp_path: Path,
     v = p.measure(ENTRIES).agreement
     assert v.code == "construction"
     assert "subtracts each deletion twice" in v.text and "by 0.500\u00d7" in v.text
-    assert "inside the band 0.450\u00d7\u20131.11\u00d7 over 3 real-job runs" in v.text
+    assert "inside the band 0.450\u00d7\u20131.11\u00d7 over 3 real-job runs, \u00b12%" in v.text
     assert v.measured.startswith(
         REASONS[("tumbling_window", ENTRIES, "flink-sql", "*")].measured)
 
@@ -266,7 +266,7 @@ def test_a_ratio_outside_the_band_differs_even_with_a_known_cause(tmp_path: Path
     p = _pair(_synthetic(tmp_path / "r", "tumbling_window", lanes))
     v = p.measure(ENTRIES).agreement
     assert v.code == "differ" and "by 0.200\u00d7" in v.text
-    assert "outside the band 0.450\u00d7\u20131.11\u00d7 over 3 real-job runs" in v.text
+    assert "outside the band 0.450\u00d7\u20131.11\u00d7 over 3 real-job runs, \u00b12%" in v.text
     assert "subtracts each deletion twice" in v.text  # the cause it is not accounted for by
     # a band over fewer than 3 runs is no measurement
     _bands(no_bands, ("tumbling_window", ENTRIES, "flink-sql", "flink-rocksdb", False,

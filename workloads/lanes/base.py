@@ -153,6 +153,27 @@ class Lane:
     background_compactions: bool = False
     copy_on_write_sizes: bool = False
     layout_checkpoints: bool = False
+    #: whether, under an EventTime spec, its per-record latency (``latency_*_us``) measures how
+    #: far its job fell behind its paced clock rather than the engine: a job run in lockstep so
+    #: that its TTL clock follows the records' time (the Flink SQL job's ``SqlJob.Lockstep``,
+    #: docs/operators.md "What it costs") queues every record behind the one before, so a job
+    #: that cannot keep up falls further behind and its percentiles grow with that. The report
+    #: marks such numbers and ranks them against no other lane's (``workloads.report.metrics``)
+    event_time_lockstep: bool = False
+
+    def cleanup_of(self, run: RunView, label: str) -> str:
+        """The cleanup scenario ``label`` configures on this lane: the run's (a TTL sweep's
+        ``timer``), unless :meth:`ttl_sweep_cleanup` names the lane's own for a TTL sweep."""
+        if run.ttl_sweep_of(label) is not None:
+            own = self.ttl_sweep_cleanup()
+            if own is not None:
+                return own
+        return run.cleanup_of(label)
+
+    def ttl_sweep_cleanup(self) -> str | None:
+        """The cleanup a TTL sweep's scenarios run on this lane when not the run's ``timer``
+        (an engine without timer cleanup runs its default; None: the run's)."""
+        return None
 
     def spec_reason(self, run: RunView) -> str | None:
         """Why this lane cannot run ``run``'s spec at all (None: it can)."""

@@ -102,8 +102,13 @@ class FlinkLane(Lane):
         op = run.spec.operator
         return None if op is None else operator_reason(self.name, op.kind)
 
+    def ttl_sweep_cleanup(self) -> str | None:
+        # Flink never built timer cleanup: a TTL sweep runs Flink's default background cleanup
+        # of the backend, as table.exec.state.ttl does on the real job
+        return facts.default_cleanup(self.name)
+
     def strategy_reason(self, run: RunView, label: str) -> str | None:
-        reason = flink_cleanup_reason(self.name, run.cleanup_of(label))
+        reason = flink_cleanup_reason(self.name, self.cleanup_of(run, label))
         if reason is None and run.spec.state.ttl_ms is not None:
             reason = ttl_reason(self.name, run.spec.state.update_type)
         return reason
@@ -119,7 +124,7 @@ class FlinkLane(Lane):
             return problem
         for label in run.strategy_labels:  # numbers the wire and Flink cannot carry
             if self.strategy_reason(run, label) is None:
-                problem = flink_lane_problem(self.name, run.cleanup_of(label))
+                problem = flink_lane_problem(self.name, self.cleanup_of(run, label))
                 if problem is not None:
                     return problem
         return None

@@ -131,6 +131,9 @@ class FlinkSqlLane(Lane):
 
     engine = "flink-sql"
     runs_tasks = False
+    #: under EventTime the source holds each record until the keyed tasks took the one before
+    #: (``SqlJob.Lockstep``): its latency then measures how far the job fell behind
+    event_time_lockstep = True
 
     def __init__(self, name: str) -> None:
         self.name = name

@@ -81,6 +81,7 @@ from workloads.lanes.base import RunView
 from workloads.nexmark import NEXMARK_SCHEMA, generate_nexmark
 from workloads.operators.input import nexmark_config
 from workloads.run import run_tempdirs
+from workloads.run.barriers import checkpoint_times
 from workloads.run.checkpoints import job_checkpoint_dir, local_checkpoint_root
 from workloads.run.config import DataFacts, OperatorConfig
 from workloads.run.metrics import NO_TIME, MetricRows, Row
@@ -139,6 +140,7 @@ def sql_job_config(cfg: RunView, op_cfg: OperatorConfig, events: Path, count: in
     if op is None or cfg.spec.time is None:  # the lane's spec_reason refuses it before
         raise ValueError(f"{op_cfg.scenario.label}: no [operator] query to run")
     speedup = cfg.speedup
+    event_clock = op_cfg.time_characteristic == "EventTime"
     backend = SQL_BACKENDS[op_cfg.backend]
     options = dict(cfg.spec.rocksdb.options())
     conf = rocksdb_configuration(options) if backend.rocksdb else {}
@@ -158,7 +160,10 @@ def sql_job_config(cfg: RunView, op_cfg: OperatorConfig, events: Path, count: in
         sample_interval_ms=op_cfg.sample_interval_ms,
         query_time_after_num_entries=query_time_after_num_entries(op_cfg.cleanup
                                                                   or op_cfg.strategy),
-        ttl_clock="event" if op_cfg.time_characteristic == "EventTime" else "paced",
+        ttl_clock="event" if event_clock else "paced",
+        checkpoint_times_ms=tuple(checkpoint_times(op_cfg.start_ms, op_cfg.end_ms,
+                                                   op_cfg.checkpoint_interval_ms))
+        if event_clock else (),
         conf=conf)
 
 

@@ -45,7 +45,7 @@ from workloads.report.engines import OWN, engine_of
 from workloads.report.figures import Chart, slug
 from workloads.report.load import Run, ScenarioKey, backend_label
 from workloads.report.stats import stat
-from workloads.report.tables import metric_class, stat_cell, unit_of
+from workloads.report.tables import scenario_cell, unit_of
 from workloads.report.template import chart_html
 
 #: Each side: Flink SQL's engine (its lanes: ``flink-sql``, ``flink-sql-heap``), and Spark's
@@ -249,8 +249,7 @@ def _table(run: Run, workload: str, keys: list[ScenarioKey]) -> str:
             if not metric:  # a measure this side has no number for
                 cells.append("<td>—</td>")
                 continue
-            cell = stat_cell(stat(run, key, metric), unit_of(run, metric), metric,
-                             metric_class(run, key, metric))
+            cell = scenario_cell(run, key, metric)
             spark_side = engine_of(key.backend) == SPARK
             if m.title == AGREEMENT and spark_side:
                 cell = _agreement_cell(run, key, cell)

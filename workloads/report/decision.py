@@ -31,6 +31,10 @@ backends, Flink SQL's jobs, Spark's streaming queries: each lane's engine is the
 registry's, ``workloads.report.engines``): another engine's lane is context for statebench's,
 never ranked against it.
 
+No cell ranks latency. A lockstep job's latency (a Flink SQL job under event time:
+``metrics.lockstep_latency``) measures how far the job fell behind its paced clock, not the
+engine; where the table shows one (the figures of a run it does not rank) it says so.
+
 One answer per question: a recommendation claims only what its cells decided, in their words
 and with their folds (where the recommended strategy stands in the Fastest and Smallest
 checkpoint cells, never a second test of it against ``none``), and the line under the table
@@ -53,9 +57,11 @@ from workloads.report.fmt import TIMES, compare_phrase, fmt_value, fold_phrase
 from workloads.report.load import Run, ScenarioKey, backend_label
 from workloads.report.metrics import (
     CHECKPOINT_SIZE_METRICS,
+    LOCKSTEP,
     STORED_ENTRIES,
     MetricClass,
     run_class_of,
+    run_lockstep_latency,
     spec_for,
 )
 from workloads.report.paired import lead_scores, paired_values, round_matrix, round_orders
@@ -566,6 +572,13 @@ _VALIDITY_FIGURES = (("median batch", "data_batch_duration_p50_ms", "ms"),
                      ("p50 latency", "latency_p50_us", "us"), ("TTL", "ttl_wall_ms", "ms"))
 
 
+def _lockstep_mark(run: Run, key: ScenarioKey, metric: str) -> str:
+    """" [lockstep: ...]" after a lockstep job's latency (``metrics.lockstep_latency``), which
+    says how far the job fell behind, not how fast the engine is; "" for any other number."""
+    found = run_lockstep_latency([run.meta], key.workload, key.backend, metric)
+    return f" [{LOCKSTEP}]" if found else ""
+
+
 def _not_ranked(run: Run, keys: list[ScenarioKey]) -> Sentence | None:
     """The line naming each scenario left out of the ranking as invalid, with the figures
     that made it so."""
@@ -574,7 +587,7 @@ def _not_ranked(run: Run, keys: list[ScenarioKey]) -> Sentence | None:
     s = Sentence().t("Not ranked (a TTL run that did not keep up with its TTL): ")
     for i, key in enumerate(keys):
         s.t("; " if i else "").b(key.strategy)
-        shown = [f"{label} {fmt_value(found.center, unit)}"
+        shown = [f"{label} {fmt_value(found.center, unit)}{_lockstep_mark(run, key, metric)}"
                  for label, metric, unit in _VALIDITY_FIGURES
                  if (found := stat(run, key, metric)) is not None]
         if shown:

@@ -31,9 +31,15 @@ from backends.strategies import BASELINE
 from workloads.report.engines import OWN, engine_of, engine_order, possessive
 from workloads.report.fmt import DASH, fmt_value
 from workloads.report.load import Run, ScenarioKey, backend_label
-from workloads.report.metrics import STORED_ENTRIES, rocksdb_metric, spec_for
+from workloads.report.metrics import (
+    LOCKSTEP,
+    STORED_ENTRIES,
+    rocksdb_metric,
+    run_lockstep_latency,
+    spec_for,
+)
 from workloads.report.runinfo import is_paced, sweep
-from workloads.report.stats import compaction_marks, pareto_points, stat
+from workloads.report.stats import Stat, compaction_marks, pareto_points, stat
 from workloads.report.ttl_curve import ttl_curve_points
 from workloads.results.summaries import Samples
 
@@ -338,6 +344,26 @@ def state_chart(run: Run, workload: str) -> Chart | None:
     )
 
 
+def _chart_stat(run: Run, key: ScenarioKey, metric: str) -> Stat | None:
+    """A scenario's number for a chart; None for a lockstep job's latency
+    (``metrics.lockstep_latency``): a bar beside other lanes' would rank how far a job fell
+    behind against the engines' latency."""
+    if run_lockstep_latency([run.meta], key.workload, key.backend, metric):
+        return None
+    return stat(run, key, metric)
+
+
+def _lockstep_note(run: Run, workload: str, metrics: Sequence[str]) -> str:
+    """The caption's clause naming the lanes whose latency a chart left out ("" for none)."""
+    found = list(dict.fromkeys(
+        k.backend for k in run.scenarios(workload) for m in metrics
+        if run.get(k, m) is not None and run_lockstep_latency([run.meta], workload, k.backend, m)))
+    if not found:
+        return ""
+    return (f" Latency of {', '.join(found)} left out ({LOCKSTEP}, under event time; the "
+            "summary tables show it, marked).")
+
+
 def _clock_note(run: Run, workload: str) -> str:
     """A paced workload's charts say so in a clause (the full note is on the first page)."""
     if not is_paced(run, workload):
@@ -383,8 +409,7 @@ def _ordered(run: Run, names: list[str]) -> list[str]:
     return [s for s in run.strategies if s in names]
 
 
-def _bar_hover(metric: str, unit: str, key: ScenarioKey, run: Run) -> str:
-    s = stat(run, key, metric)
+def _bar_hover(metric: str, unit: str, key: ScenarioKey, s: Stat | None) -> str:
     if s is None:
         return "—"
     return (
@@ -420,7 +445,8 @@ def perf_chart(run: Run, workload: str) -> Chart | None:
             facets.y_format(unit, r, c)
             for strategy in run.strategies:
                 scenarios = [ScenarioKey(workload, b, strategy) for b in mine]
-                found = [stat(run, k, metric) if k in keys else None for k in scenarios]
+                found = [_chart_stat(run, k, metric) if k in keys else None
+                         for k in scenarios]
                 if all(s is None for s in found):
                     continue
                 facets.add(
@@ -429,7 +455,8 @@ def perf_chart(run: Run, workload: str) -> Chart | None:
                     y=[None if s is None else s.center for s in found],
                     marker_color=facets.colour[strategy],
                     error_y=_min_max_bars(found, 1.2),
-                    hovertext=[_bar_hover(metric, unit, k, run) for k in scenarios],
+                    hovertext=[_bar_hover(metric, unit, k, s)
+                               for k, s in zip(scenarios, found)],
                     hoverinfo="text",
                 )
     facets.fig.update_layout(barmode="group", bargap=0.25)
@@ -439,7 +466,8 @@ def perf_chart(run: Run, workload: str) -> Chart | None:
         f"Throughput and latency — {workload}",
         f"Median over repetitions (warm-up excluded); error bars span min{DASH}max. One row "
         "per engine: engines are not ranked against each other."
-        + _clock_note(run, workload) + _na_note(run, workload),
+        + _lockstep_note(run, workload, cols) + _clock_note(run, workload)
+        + _na_note(run, workload),
         400 * len(engines) + 80,
     )
 
@@ -695,7 +723,7 @@ def sweep_chart(run: Run, workload: str) -> Chart | None:
         for j, backend in enumerate(backends):
             points = []
             for label, x in labelled.items():
-                s = stat(run, ScenarioKey(workload, backend, label), metric)
+                s = _chart_stat(run, ScenarioKey(workload, backend, label), metric)
                 if s is not None:
                     points.append((x, s, label))
             if not points:
@@ -717,7 +745,8 @@ def sweep_chart(run: Run, workload: str) -> Chart | None:
         f"(symbol and dash), x on a {'log' if swept.log_axis else 'linear'} axis. Throughput "
         f"and p99 latency: median with min{DASH}max over repetitions; peak stored entries over "
         "logical time; checkpoint bytes: median over checkpoints."
-        + _clock_note(run, workload) + _na_note(run, workload),
+        + _lockstep_note(run, workload, [m for m, _ in panels]) + _clock_note(run, workload)
+        + _na_note(run, workload),
         fig,
         [],
     )

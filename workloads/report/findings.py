@@ -20,10 +20,10 @@ from workloads.report.checkpoint_noise import layout_noise
 from workloads.report.engines import OWN, engine_of, engine_order, possessive
 from workloads.report.fmt import DASH, compare_phrase, connector, fmt_value, si
 from workloads.report.load import Run, ScenarioKey, backend_label
-from workloads.report.metrics import STORED_ENTRIES, TIMING_DEPENDENT
+from workloads.report.metrics import LOCKSTEP, STORED_ENTRIES, TIMING_DEPENDENT
 from workloads.report.runinfo import TTL_DB, is_paced, paced_note, rocksdb_options, sweep
 from workloads.report.stats import Stat, compaction_marks, pareto_points, stat
-from workloads.report.tables import metric_class
+from workloads.report.tables import lockstep_note, metric_class
 
 BASELINE = strategies.BASELINE
 #: A share of task time in synchronous checkpoint phases from which the findings warn.
@@ -76,16 +76,31 @@ def _baseline(stats: dict[ScenarioKey, Stat], worst: ScenarioKey) -> ScenarioKey
     return worst
 
 
+#: What a finding says where it leaves a lockstep job's latency out of a comparison.
+LOCKSTEP_LEFT_OUT = f"p99 latency not compared ({LOCKSTEP})"
+
+
+def _lockstep(run: Run, keys: tuple[ScenarioKey, ...], metric: str) -> bool:
+    """Whether any of ``keys``' ``metric`` is a lockstep job's latency, which no finding
+    compares (``metrics.lockstep_latency``)."""
+    return any(lockstep_note(run, k, metric) for k in keys)
+
+
 def _cost(run: Run, best: ScenarioKey, base: ScenarioKey) -> str:
-    """'at 12% lower throughput and 30% higher p99 latency' for ``best`` relative to ``base``."""
+    """'at 12% lower throughput and 30% higher p99 latency' for ``best`` relative to ``base``;
+    a lockstep job's latency is left out, and the sentence says so."""
     parts = []
     tb, tr = stat(run, best, "records_per_s"), stat(run, base, "records_per_s")
     if tb is not None and tr is not None:
         parts.append(compare_phrase(tb.center, tr.center, "throughput"))
     lb, lr = stat(run, best, "latency_p99_us"), stat(run, base, "latency_p99_us")
+    left_out = ""
     if lb is not None and lr is not None:
-        parts.append(compare_phrase(lb.center, lr.center, "p99 latency"))
-    return f", at {' and '.join(parts)}" if parts else ""
+        if _lockstep(run, (best, base), "latency_p99_us"):
+            left_out = f"; {LOCKSTEP_LEFT_OUT}"
+        else:
+            parts.append(compare_phrase(lb.center, lr.center, "p99 latency"))
+    return (f", at {' and '.join(parts)}" if parts else "") + left_out
 
 
 def _throughput(run: Run, backend: str, keys: list[ScenarioKey]) -> list[Sentence]:
@@ -490,12 +505,15 @@ def _sweep(run: Run, workload: str) -> list[Sentence]:
         s = Sentence().t(f"On {backend_label(backend)}, raising ")
         s.b(f"{swept.strategy} {swept.knob}")
         s.t(f" from {lo_v:g} to {hi_v:g} gives ")
-        parts = []
+        parts, left_out = [], ""
         for metric, noun, unit in ((STORED_ENTRIES, "peak stored entries", "entries"),
                                    ("records_per_s", "throughput", "records/s"),
                                    ("latency_p99_us", "p99 latency", "us")):
             a, b = stat(run, lo, metric), stat(run, hi, metric)
             if a is None or b is None:
+                continue
+            if _lockstep(run, (lo, hi), metric):
+                left_out = f"; {LOCKSTEP_LEFT_OUT}"
                 continue
             down = "fewer" if unit == "entries" else "lower"
             parts.append(f"{compare_phrase(b.center, a.center, noun, down=down)} "
@@ -503,7 +521,7 @@ def _sweep(run: Run, workload: str) -> list[Sentence]:
         if not parts:
             continue
         head, *rest = parts
-        s.t(head + (" at " + " and ".join(rest) if rest else "") + ".")
+        s.t(head + (" at " + " and ".join(rest) if rest else "") + left_out + ".")
         out.append(s)
     return out
 

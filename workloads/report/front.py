@@ -31,6 +31,7 @@ from workloads.report.fmt import MISSING
 from workloads.report.load import Run, backend_label
 from workloads.report.real_engine import real_engine_front
 from workloads.report.template import chart_html
+from workloads.report.ttl_curve import flat_curve
 
 #: What the table's cells rest on, under every table.
 EVIDENCE_NOTE = (
@@ -101,6 +102,10 @@ def workload_front(run: Run, workload: str, sentences: list[Sentence],
     headline = ttl_headline(run, workload, rows)  # a TTL sweep: state against results, first
     if headline is not None:
         parts.append(f'<ul class="findings front headline">{_items([headline])}</ul>')
+    flat = flat_curve(run, workload)  # a kind Flink's TTL does not reach: flat is Flink's answer
+    if flat is not None:
+        said = Sentence(severity="warn" if flat.differs else "info").t(flat.text)
+        parts.append(f'<ul class="findings front headline">{_items([said])}</ul>')
     parts.append(decision_table(run, workload, rows)
                  or f"<p>{MISSING} (no comparable numbers)</p>")
     lines = [s for s in (fastest_per_engine(run, workload, rows),

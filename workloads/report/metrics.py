@@ -412,6 +412,37 @@ def workload_clock(meta: dict[str, Any], workload: str) -> str:
     return str(state.get("time_characteristic", "ProcessingTime"))
 
 
+# ------------------------------------------------------------------------------------------------
+# Lockstep latency: a job whose latency measures how far it fell behind, not the engine
+# ------------------------------------------------------------------------------------------------
+
+#: The per-record latency percentiles: each output row's (or record's) delay.
+PER_RECORD_LATENCY = ("latency_p50_us", "latency_p99_us", "latency_p999_us", "latency_max_us")
+#: How the report names such a number wherever it shows one.
+LOCKSTEP = "lockstep: how far the job fell behind its paced clock"
+
+
+def lockstep_latency(metric: str, backend: str, clock: str) -> bool:
+    """Whether ``metric`` of ``backend`` under ``clock`` (the workload's time characteristic)
+    measures how far a lockstep job fell behind its paced clock, not the engine's per-record
+    latency: its lane says so of itself (``Lane.event_time_lockstep``: the Flink SQL job holds
+    each record until its keyed tasks took the one before, so that its TTL clock follows the
+    records' time). Such a number is shown marked (:data:`LOCKSTEP`) and never ranked against
+    another lane's latency; under ProcessingTime the job does not run in lockstep."""
+    if metric not in PER_RECORD_LATENCY or clock != LOGICAL_CLOCK:
+        return False
+    lane = LANES.get(backend)
+    return lane is not None and lane.event_time_lockstep
+
+
+def run_lockstep_latency(metas: list[dict[str, Any]], workload: str, backend: str,
+                         metric: str) -> bool:
+    """:func:`lockstep_latency` for a scenario of one or more runs (their run.json dicts):
+    lockstep when any run's clock makes it so, so that no comparison reads it as the
+    engine's."""
+    return any(lockstep_latency(metric, backend, workload_clock(m, workload)) for m in metas)
+
+
 def workload_checkpoint_mode(meta: dict[str, Any], workload: str) -> str:
     """The workload's checkpoint mode from run.json ("incremental" when unknown: the class
     that claims less)."""

@@ -20,12 +20,14 @@ from workloads.report.metrics import (
     EXACT,
     GROUPS,
     LAG_STATS,
+    LOCKSTEP,
     MECHANISMS,
     NOT_APPLICABLE,
     OPTIONAL_GROUPS,
     TIMING_DEPENDENT,
     lag_metric,
     run_class_of,
+    run_lockstep_latency,
     spec_for,
 )
 from workloads.report.runinfo import is_paced, paced_note
@@ -59,15 +61,46 @@ def metric_class(run: Run, key: ScenarioKey, metric: str) -> str:
     return run_class_of([run.meta], key.workload, key.backend, key.strategy, metric).cls
 
 
-def stat_cell(s: Stat | None, unit: str, metric: str = "", klass: str = "") -> str:
+def behind(run: Run, key: ScenarioKey) -> str:
+    """How far a paced job fell behind, from the run's own numbers where it has them:
+    " (98.0% of records late, up to 2.80 s behind)"; "" when it has neither."""
+    late, lag = stat(run, key, "late_records_share"), stat(run, key, "schedule_lag_max_ms")
+    parts = []
+    if late is not None:
+        parts.append(f"{fmt_value(late.center, 'share')} of records late")
+    if lag is not None:
+        parts.append(f"up to {fmt_value(lag.center, 'ms')} behind")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def lockstep_note(run: Run, key: ScenarioKey, metric: str) -> str:
+    """What a lockstep job's latency measures (``metrics.lockstep_latency``), with how far the
+    job fell behind; "" for a number that is the engine's latency."""
+    if not run_lockstep_latency([run.meta], key.workload, key.backend, metric):
+        return ""
+    return LOCKSTEP + behind(run, key)
+
+
+def scenario_cell(run: Run, key: ScenarioKey, metric: str) -> str:
+    """One scenario's cell for ``metric``: its number, class and, for a lockstep job's
+    latency, what that latency measures (every table that shows a scenario's number)."""
+    return stat_cell(stat(run, key, metric), unit_of(run, metric), metric,
+                     metric_class(run, key, metric), lockstep_note(run, key, metric))
+
+
+def stat_cell(s: Stat | None, unit: str, metric: str = "", klass: str = "",
+              note: str = "") -> str:
     """A table cell: the headline value, then spread in small print (or "—" if missing).
 
     ``data-metric`` names the metric so tests (and user scripts) can find a cell without
     depending on column order; ``data-class`` its class (exact, timing-dependent, timed) when
-    given, and a timing-dependent number says so under its spread.
+    given, and a timing-dependent number says so under its spread. ``note`` (a lockstep job's
+    latency: :func:`lockstep_note`) says under the spread what the number measures, and
+    ``data-lockstep`` marks the cell.
     """
     attr = f' data-metric="{escape(metric)}"' if metric else ""
     attr += f' data-class="{escape(klass)}"' if klass else ""
+    attr += ' data-lockstep="true"' if note else ""
     if s is None:
         return f'<td class="num missing"{attr}>{MISSING}</td>'
     if s.basis.startswith("peak") and not s.per_repetition:  # (else: over repetitions' peaks)
@@ -83,6 +116,8 @@ def stat_cell(s: Stat | None, unit: str, metric: str = "", klass: str = "") -> s
         lines = ["n=1"]
     if klass == TIMING_DEPENDENT:
         lines.append("timing-dependent")
+    if note:
+        lines.append(note)
     detail = "<br>".join(escape(line) for line in lines)
     title = escape(f"{s.basis}; exact value {s.center:.6g}")
     shown = escape(fmt_value(s.center, unit))
@@ -111,8 +146,7 @@ def _row(run: Run, key: ScenarioKey, metrics: list[str]) -> str:
         return (
             f'<tr class="na" {ids}>{head}<td class="na" colspan="{len(metrics)}">{text}</td></tr>'
         )
-    cells = "".join(stat_cell(stat(run, key, m), unit_of(run, m), m, metric_class(run, key, m))
-                    for m in metrics)
+    cells = "".join(scenario_cell(run, key, m) for m in metrics)
     return f"<tr {ids}>{head}{cells}</tr>"
 
 
@@ -238,9 +272,34 @@ def summary_tables(run: Run, workload: str) -> str:
             f'<h4>{escape(title)}</h4><div class="scroll"><table class="stats" '
             f'data-workload="{escape(workload)}" data-group="{escape(group)}"{paced}>'
             f"{_header(run, metrics)}<tbody>{rows}</tbody></table></div>"
+            f"{lockstep_table_note(run, shown, metrics)}"
         )
     parts.append(CLASSES_NOTE)
     return "\n".join(p for p in parts if p)
+
+
+def lockstep_backends(run: Run, keys: list[ScenarioKey], metrics: list[str]) -> list[str]:
+    """The backends of ``keys`` one of whose ``metrics`` is a lockstep job's latency, in run
+    order."""
+    return list(dict.fromkeys(
+        k.backend for k in keys if k not in run.not_applicable
+        and any(run.get(k, m) is not None
+                and run_lockstep_latency([run.meta], k.workload, k.backend, m)
+                for m in metrics)))
+
+
+def lockstep_table_note(run: Run, keys: list[ScenarioKey], metrics: list[str]) -> str:
+    """One line under a table that shows a lockstep job's latency: what it measures, and that
+    the report ranks it against no other lane's latency ("" when the table shows none)."""
+    found = lockstep_backends(run, keys, metrics)
+    if not found:
+        return ""
+    names = ", ".join(backend_label(b) for b in found)
+    return (f'<p class="lockstep-note" data-lockstep="true">{escape(names)}: under event time '
+            "its job runs in lockstep (its source holds each record until the keyed tasks "
+            "took the one before, for its TTL clock to follow the records' time): its latency "
+            f"is {escape(LOCKSTEP.split(': ', 1)[1])}, not the engine's per-record latency, "
+            "and the report ranks it against no other lane's latency.</p>")
 
 
 #: How to read a number, by its class (``metrics.class_of``), under every workload's tables.

@@ -18,17 +18,24 @@ class Barrier:
     index: int
 
 
+def checkpoint_times(start_ms: int, end_ms: int, interval_ms: int) -> list[int]:
+    """The times a run's checkpoints are taken at (each before the first record at or after
+    it): every interval from the start, before the end. The Flink SQL job places its own
+    checkpoints at these under the event clock, so both sides checkpoint the same records."""
+    if interval_ms <= 0:
+        return []
+    return list(range(start_ms + interval_ms, end_ms, interval_ms))
+
+
 def barrier_schedule(cfg: OperatorConfig) -> list[Barrier]:
     """Checkpoint and sample barriers of a run, in firing order."""
     out: list[Barrier] = []
     start, end = cfg.start_ms, cfg.end_ms
     if end <= start:
         return out
-    if cfg.checkpoint_interval_ms > 0 and cfg.checkpoint_root is not None:
-        k = 1
-        while start + k * cfg.checkpoint_interval_ms < end:
-            out.append(Barrier(start + k * cfg.checkpoint_interval_ms, CHECKPOINT, k))
-            k += 1
+    if cfg.checkpoint_root is not None:
+        out += [Barrier(t, CHECKPOINT, k + 1)
+                for k, t in enumerate(checkpoint_times(start, end, cfg.checkpoint_interval_ms))]
     if cfg.emit_series:
         si = cfg.sample_interval_ms
         for k in range(1, math.ceil((end - start) / si) + 1):

@@ -310,7 +310,7 @@ def operator_config(
         workload=spec.name,
         backend=scenario.backend,
         strategy=scenario.strategy,
-        cleanup=cfg.cleanup_of(scenario.strategy),
+        cleanup=LANES[scenario.backend].cleanup_of(cfg, scenario.strategy),
         value_type=spec.values.type,
         state_types=state_types_of(spec),
         ttl_ms=cfg.ttl_of(scenario.strategy),

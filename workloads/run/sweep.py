@@ -15,7 +15,14 @@ Knobs (the others keep their defaults, ``backends.ttl_config``): incremental ``s
 ``ttl_changed_results``, the curve a SQL user picks ``table.exec.state.ttl`` from): scenario
 ``ttl(ms=V)`` runs the spec with ``state.ttl_ms = V`` and the ``timer`` cleanup (expired state
 removed at expiry, so its stored entries are its live ones), beside the baseline ``none`` at the
-spec's own TTL.
+spec's own TTL. Lanes: statebench's ``heap`` and ``rocksdb`` run it with ``timer``; Flink never
+built timer cleanup, so ``flink-heap`` and ``flink-rocksdb`` run each TTL with Flink's default
+background cleanup of their backend (``Lane.ttl_sweep_cleanup``: incremental on the heap, the
+compaction filter on RocksDB), and the ``flink-sql`` lanes as ``table.exec.state.ttl``, which
+runs the same; ``spark-sql`` refuses its scenarios (no state TTL). Where Flink's state TTL does
+not reach the operator (the windows, the interval join: ``workloads.operators.flink_ttl``) the
+curve is flat on every lane, as Flink's is, and the report says so
+(``workloads.report.ttl_curve.flat_curve``).
 """
 
 from __future__ import annotations
@@ -78,8 +85,9 @@ class Sweep:
         if label not in strategies:
             return None
         if self.strategy == TTL_SWEEP:
-            return (f"{label} is a TTL sweep's scenario, the '{strategies[label]}' cleanup at "
-                    f"state.ttl_ms = {self.ttl_of(label)}")
+            return (f"{label} is a TTL sweep's scenario, the '{strategies[label]}' cleanup "
+                    f"(on Flink's lanes, Flink's default one) at state.ttl_ms = "
+                    f"{self.ttl_of(label)}")
         return f"{label} is a sweep's scenario, '{strategies[label]}'"
 
     @property
