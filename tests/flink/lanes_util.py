@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from backends.flink import FlinkUnavailableError
@@ -47,3 +48,13 @@ def per_task(rows: Any, scenario: str, metric: str) -> dict[tuple[int, int], flo
     """One scenario's rows of ``metric`` (a run's metric table), by (task, step)."""
     return {(r["task"], r["step"]): r["value"] for r in rows.to_pylist()
             if r["scenario"] == scenario and r["metric"] == metric}
+
+
+def events_csv(root: Path, kind: str, spec: Any) -> tuple[Path, int]:
+    """``spec``'s events in time order as a SQL job reads them, ``root/<kind>.csv``, and how
+    many there are."""
+    from backends.flink.sql_job import write_events_csv
+    from workloads.lanes.flink_sql_job import events_in_time_order
+
+    events = root / f"{kind}.csv"
+    return events, write_events_csv(events_in_time_order(spec), events)

@@ -62,11 +62,10 @@ from backends.flink.sql_job import (
     SqlJobConfig,
     ensure_sql_job_built,
     run_sql_jobs,
-    write_events_csv,
 )
 from backends.flink.worker import JVM_OPTIONS
 from tests.flink.conftest import fail_or_skip
-from tests.flink.lanes_util import lane_session
+from tests.flink.lanes_util import events_csv, lane_session
 from workloads.lanes.flink_sql_job import events_in_time_order
 from workloads.operators.input import select
 from workloads.run.engines.inprocess import run_in_process
@@ -381,15 +380,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str, str],
     jobs, names = [], []
     for kind in KINDS:
         spec = scaled_spec(kind)
-        events = root / f"{kind}.csv"
-        count = write_events_csv(events_in_time_order(spec), events)
+        events, count = events_csv(root, kind, spec)
         for backend in BACKENDS:
             jobs.append(sql_job(spec, events, count, backend, root / f"{kind}-{backend}"))
             names.append((kind, backend, "sql"))
     for kind in MAP_KINDS:
         spec = scaled_spec(kind)
-        events = root / f"{kind}.csv"
-        count = write_events_csv(events_in_time_order(spec), events)
+        events, count = events_csv(root, kind, spec)
         jobs.append(sql_job(spec, events, count, "hashmap", root / f"{kind}-hashmap"))
         names.append((kind, "hashmap", "sql"))
     for name, report in zip(names, run_sql_jobs(jobs)):

@@ -38,6 +38,7 @@ from backends.flink.sql_job import (
     write_events_csv,
 )
 from backends.flink.sql_lanes import SQL_KINDS
+from tests.flink.lanes_util import events_csv
 from workloads.lanes.flink_sql import spec_problem
 from workloads.lanes.flink_sql_job import (
     REFERENCE_TTL_MS,
@@ -113,8 +114,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory
     jobs, names = [], []
     for kind in KINDS:
         spec = scaled_spec(kind)
-        events = root / f"{kind}.csv"
-        count = write_events_csv(events_in_time_order(spec), events)
+        events, count = events_csv(root, kind, spec)
         for backend in BACKENDS:
             for ttl in (0, TTL_MS):
                 jobs.append(job_config(spec, events, count, backend, ttl,

@@ -367,10 +367,15 @@ public final class RowFormatProbe {
 
     /** A row of `type` holding one entry's values (the operator's rows hold no nulls here). */
     static RowData filled(RowType type, long[] entry, String kind, String[] order) {
+        return row(type, f -> column(type, f, entry, kind, order));
+    }
+
+    /** A row of `type`, field f holding {@code value.applyAsLong(f)} in the field's type. */
+    static RowData row(RowType type, java.util.function.IntToLongFunction value) {
         GenericRowData row = new GenericRowData(type.getFieldCount());
         for (int f = 0; f < type.getFieldCount(); f++) {
+            long v = value.applyAsLong(f);
             LogicalType t = type.getTypeAt(f);
-            long v = column(type, f, entry, kind, order);
             switch (t.getTypeRoot()) {
                 case BIGINT:
                     row.setField(f, v);
@@ -378,12 +383,15 @@ public final class RowFormatProbe {
                 case INTEGER:
                     row.setField(f, (int) v);
                     break;
+                case TINYINT:
+                    row.setField(f, (byte) v);
+                    break;
                 case TIMESTAMP_WITHOUT_TIME_ZONE:
                 case TIMESTAMP_WITH_LOCAL_TIME_ZONE:
                     row.setField(f, TimestampData.fromEpochMillis(v));
                     break;
                 default:
-                    throw new IllegalArgumentException("no filler for " + t);
+                    throw new IllegalArgumentException("no filler for " + t + " in " + type);
             }
         }
         return row;
@@ -555,29 +563,7 @@ public final class RowFormatProbe {
     /** A row of `type` with the named fields' values (fields not named: 0; the rows here hold
      *  only fixed-length fields, whose bytes do not depend on the values). */
     static RowData named(RowType type, java.util.Map<String, Long> values) {
-        GenericRowData row = new GenericRowData(type.getFieldCount());
-        for (int f = 0; f < type.getFieldCount(); f++) {
-            long v = values.getOrDefault(type.getFieldNames().get(f), 0L);
-            LogicalType t = type.getTypeAt(f);
-            switch (t.getTypeRoot()) {
-                case BIGINT:
-                    row.setField(f, v);
-                    break;
-                case INTEGER:
-                    row.setField(f, (int) v);
-                    break;
-                case TINYINT:
-                    row.setField(f, (byte) v);
-                    break;
-                case TIMESTAMP_WITHOUT_TIME_ZONE:
-                case TIMESTAMP_WITH_LOCAL_TIME_ZONE:
-                    row.setField(f, TimestampData.fromEpochMillis(v));
-                    break;
-                default:
-                    throw new IllegalArgumentException("no filler for " + t + " in " + type);
-            }
-        }
-        return row;
+        return row(type, f -> values.getOrDefault(type.getFieldNames().get(f), 0L));
     }
 
     /** The keyed operator of the plan (a two-input join's: not a UDF operator). */
