@@ -28,7 +28,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 import backends
@@ -39,6 +38,7 @@ from backends.flink.sql_job import (
 )
 from backends.flink.sql_lanes import SQL_KINDS
 from tests.flink.lanes_util import events_csv
+from tests.operators.job_input import operator_input
 from workloads.lanes.flink_sql import spec_problem
 from workloads.lanes.flink_sql_job import (
     REFERENCE_TTL_MS,
@@ -47,7 +47,6 @@ from workloads.lanes.flink_sql_job import (
 )
 from workloads.operators import OPERATOR_CLASSES, make_operator
 from workloads.operators.base import Output, View
-from workloads.operators.input import select
 from workloads.operators.results import replay
 from workloads.operators.rows import AUCTION_ROW, BID_ROW
 from workloads.run.plan import RunConfig
@@ -164,21 +163,6 @@ def join_shares(ttl_run: dict[str, Any], reference: dict[str, Any]) -> tuple[flo
 # ------------------------------------------------------------------------------------------
 # The emulated operator over the same rows, its outputs as the job's rows
 # ------------------------------------------------------------------------------------------
-
-
-def operator_input(spec: WorkloadSpec) -> tuple[Any, list[tuple]]:
-    """The operator's keys and input rows over the spec's events in the job's order (ts, then
-    arrival), as the emulated task reads them."""
-    assert spec.operator is not None
-    table = events_in_time_order(spec).combine_chunks()
-    batch = pa.RecordBatch.from_arrays(
-        [*(column.chunk(0) for column in table.columns),
-         pa.array(range(table.num_rows), pa.int64())],
-        names=[*table.column_names, "seq"])
-    rows, keys = select(spec.operator, batch)
-    columns = ("event_type", "ts", "person_id", "auction_id", "price", "category",
-               "expires_ms")
-    return keys, list(zip(*(rows.column(c).to_pylist() for c in columns)))
 
 
 def emulated_outputs(spec: WorkloadSpec, ttl_ms: int | None) -> list[Output]:

@@ -16,15 +16,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-import pyarrow as pa
-
 import backends
+from tests.operators.job_input import operator_input
 from tests.operators.test_traces import auction, bid, run
-from workloads.lanes.flink_sql_job import events_in_time_order
 from workloads.nexmark import BID
 from workloads.operators import make_operator
 from workloads.operators.base import Output
-from workloads.operators.input import select
 from workloads.operators.results import replay
 from workloads.spec import WorkloadSpec, load_spec
 
@@ -43,18 +40,9 @@ def shipped_spec() -> WorkloadSpec:
 def input_rows(spec: WorkloadSpec, shift_ms: int = 0) -> tuple[list[int], list[tuple]]:
     """The spec's operator input in the order the emulated task and the real job read it (by
     time, then arrival), keyed by auction, every time (and expiry) moved by ``shift_ms``."""
-    assert spec.operator is not None
-    table = events_in_time_order(spec).combine_chunks()
-    batch = pa.RecordBatch.from_arrays(
-        [*(column.chunk(0) for column in table.columns),
-         pa.array(range(table.num_rows), pa.int64())],
-        names=[*table.column_names, "seq"])
-    rows, keys = select(spec.operator, batch)
-    columns = ("event_type", "ts", "person_id", "auction_id", "price", "category",
-               "expires_ms")
+    keys, rows = operator_input(spec)
     data = [(kind, ts + shift_ms, person, auction_id, price, category, expires + shift_ms)
-            for kind, ts, person, auction_id, price, category, expires
-            in zip(*(rows.column(c).to_pylist() for c in columns))]
+            for kind, ts, person, auction_id, price, category, expires in rows]
     return keys.tolist(), data
 
 

@@ -21,7 +21,7 @@ from workloads.operators.base import StateDecl
 from workloads.operators.flink_ttl import TTL_KINDS, ttl_reaches
 from workloads.report.load import load_run
 from workloads.report.render import report_html
-from workloads.report.ttl_curve import flat_curve, flat_curve_sentence, ttl_curve_table
+from workloads.report.ttl_curve import flat_curve, ttl_curve_table
 
 W = "w"
 TTLS = (50, 500, 5_000)
@@ -92,8 +92,9 @@ def test_a_flat_curve_says_the_ttl_does_not_reach_the_operator(kind: str,
                                                                tmp_path: Path) -> None:
     run = load_run(_swept(tmp_path / "run", kind, {"heap": FLAT, "rocksdb": FLAT},
                           refused=("flink-heap",)))
-    text = flat_curve_sentence(run, W)
-    assert text is not None
+    found = flat_curve(run, W)
+    assert found is not None
+    text = found.text
     assert text.startswith(f"Flink's state TTL does not reach this operator ({kind})")
     assert "a flat curve is what Flink shows, not a failed sweep" in text
     assert "Flat, as in Flink, on heap, rocksdb." in text

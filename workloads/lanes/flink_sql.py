@@ -147,8 +147,9 @@ class FlinkSqlLane(Lane):
                 or range_problem(self.name, run.spec))
 
     def strategy_reason(self, run: RunView, label: str) -> str | None:
-        return sql_cleanup_reason(self.name, run.cleanup_of(label), run.ttl_of(label) is not None,
-                              ttl_sweep=run.ttl_sweep_of(label) is not None)
+        return sql_cleanup_reason(self.name, self.cleanup_of(run, label),
+                                  run.ttl_of(label) is not None,
+                                  ttl_sweep=run.ttl_sweep_of(label) is not None)
 
     def check(self, run: RunView) -> str | None:
         """The job compiles (the extra's jars and a JDK 17), when this lane runs the spec."""

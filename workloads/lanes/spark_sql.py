@@ -420,7 +420,7 @@ class SparkSqlLane(Lane):
         return None if problem is None else f"backend '{LANE}': {problem}"
 
     def strategy_reason(self, run: RunView, label: str) -> str | None:
-        parsed = parse_strategy(run.cleanup_of(label))
+        parsed = parse_strategy(self.cleanup_of(run, label))
         if parsed.name == STRATEGY:  # a regular join's bound: the spec's longest auction
             op = run.spec.operator
             bound = (longest_auction_ms(run.spec) if op is not None

@@ -218,7 +218,7 @@ class SparkTwsLane(Lane):
         return None
 
     def strategy_reason(self, run: RunView, label: str) -> str | None:
-        text = run.cleanup_of(label)
+        text = self.cleanup_of(run, label)
         name = text.split("(", 1)[0].strip()
         registered = strategy_of_label(text)
         if name in FOREIGN_REASONS:
@@ -271,7 +271,7 @@ class SparkTwsLane(Lane):
         if longer), then its drain; on disk the input slices of ``backends.spark.slices``."""
         from backends.spark.slices import ROW_BYTES, SLICE_FILE_BYTES, input_disk_bytes
 
-        if strategy_of_label(run.cleanup_of(label)) is SPARK_EVENT_TIMER:
+        if strategy_of_label(self.cleanup_of(run, label)) is SPARK_EVENT_TIMER:
             # not paced; every slice (one a batch) written before the query, with its time
             files = max(1.0, (load.span_ms or 0) / EVENT_SLICE_MS)
             wall = (QUERY_START_S + load.events / QUERY_RECORDS_PER_S + values_s(load)

@@ -68,7 +68,8 @@ class StatebenchLane(Lane):
 
     def strategy_reason(self, run: RunView, label: str) -> str | None:
         wall = wall_clock_driven(run.spec.state.time_characteristic, label)
-        return statebench_cleanup_reason(self.name, parse_strategy(run.cleanup_of(label)), wall)
+        return statebench_cleanup_reason(self.name, parse_strategy(self.cleanup_of(run, label)),
+                                         wall)
 
     def task_operator(self, cfg: OperatorConfig, task: int, attempt: int,
                       attempt_id: int | None) -> TaskOperator:

@@ -40,6 +40,7 @@ from workloads.report.metrics import (
 )
 from workloads.report.runinfo import is_paced, sweep
 from workloads.report.stats import Stat, compaction_marks, pareto_points, stat
+from workloads.report.tables import lockstep_backends
 from workloads.report.ttl_curve import ttl_curve_points
 from workloads.results.summaries import Samples
 
@@ -355,9 +356,7 @@ def _chart_stat(run: Run, key: ScenarioKey, metric: str) -> Stat | None:
 
 def _lockstep_note(run: Run, workload: str, metrics: Sequence[str]) -> str:
     """The caption's clause naming the lanes whose latency a chart left out ("" for none)."""
-    found = list(dict.fromkeys(
-        k.backend for k in run.scenarios(workload) for m in metrics
-        if run.get(k, m) is not None and run_lockstep_latency([run.meta], workload, k.backend, m)))
+    found = lockstep_backends(run, run.scenarios(workload), list(metrics))
     if not found:
         return ""
     return (f" Latency of {', '.join(found)} left out ({LOCKSTEP}, under event time; the "

@@ -20,10 +20,15 @@ from workloads.report.checkpoint_noise import layout_noise
 from workloads.report.engines import OWN, engine_of, engine_order, possessive
 from workloads.report.fmt import DASH, compare_phrase, connector, fmt_value, si
 from workloads.report.load import Run, ScenarioKey, backend_label
-from workloads.report.metrics import LOCKSTEP, STORED_ENTRIES, TIMING_DEPENDENT
+from workloads.report.metrics import (
+    LOCKSTEP,
+    STORED_ENTRIES,
+    TIMING_DEPENDENT,
+    run_lockstep_latency,
+)
 from workloads.report.runinfo import TTL_DB, is_paced, paced_note, rocksdb_options, sweep
 from workloads.report.stats import Stat, compaction_marks, pareto_points, stat
-from workloads.report.tables import lockstep_note, metric_class
+from workloads.report.tables import metric_class
 
 BASELINE = strategies.BASELINE
 #: A share of task time in synchronous checkpoint phases from which the findings warn.
@@ -83,7 +88,7 @@ LOCKSTEP_LEFT_OUT = f"p99 latency not compared ({LOCKSTEP})"
 def _lockstep(run: Run, keys: tuple[ScenarioKey, ...], metric: str) -> bool:
     """Whether any of ``keys``' ``metric`` is a lockstep job's latency, which no finding
     compares (``metrics.lockstep_latency``)."""
-    return any(lockstep_note(run, k, metric) for k in keys)
+    return any(run_lockstep_latency([run.meta], k.workload, k.backend, metric) for k in keys)
 
 
 def _cost(run: Run, best: ScenarioKey, base: ScenarioKey) -> str:

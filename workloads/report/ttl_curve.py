@@ -9,7 +9,7 @@ Read from the loaded run: the peaks are the maxima over the job-wide samples (al
 
 Where Flink's state TTL does not reach the operator (the windows and the interval join:
 ``workloads.operators.flink_ttl``), Flink's curve is flat: the TTL changes nothing the operator
-emits or keeps. The table then says so first (:func:`flat_curve_sentence`), so a flat curve
+emits or keeps. The table then says so first (:func:`flat_curve`), so a flat curve
 reads as the expected answer and not as a sweep that failed, and names each lane whose curve
 moved anyway (:func:`lane_moves`) as differing from Flink.
 """
@@ -157,11 +157,14 @@ def _names(backends: tuple[str, ...]) -> str:
     return ", ".join(backends)
 
 
-def flat_curve(run: Run, workload: str) -> FlatCurve | None:
+def flat_curve(run: Run, workload: str,
+               points: list[TtlCurvePoint] | None = None) -> FlatCurve | None:
     """The sweep's curve lane by lane for a kind Flink's state TTL does not reach; None for any
-    other workload or run (a TTL kind, key-value traffic, no TTL sweep)."""
+    other workload or run (a TTL kind, key-value traffic, no TTL sweep). ``points``: the
+    workload's :func:`ttl_curve_points`, when the caller has them."""
     kind = unreached_kind(run, workload)
-    points = ttl_curve_points(run, workload)
+    if points is None:
+        points = ttl_curve_points(run, workload)
     if kind is None or not points:
         return None
     swept = tuple(dict.fromkeys(p.backend for p in points))
@@ -171,17 +174,10 @@ def flat_curve(run: Run, workload: str) -> FlatCurve | None:
                      tuple(b for b in run.backends if b not in swept))
 
 
-def flat_curve_sentence(run: Run, workload: str) -> str | None:
-    """:attr:`FlatCurve.text` of the workload's sweep, or None (:func:`flat_curve`): what the
-    report's first screen may show beside its TTL headline too."""
-    found = flat_curve(run, workload)
-    return None if found is None else found.text
-
-
-def _flat_curve_note(run: Run, workload: str) -> str:
+def _flat_curve_note(run: Run, workload: str, points: list[TtlCurvePoint]) -> str:
     """:func:`flat_curve`'s sentence as the paragraph above the table ("" when there is none);
     a warning when some lane's curve moved."""
-    found = flat_curve(run, workload)
+    found = flat_curve(run, workload, points)
     if found is None:
         return ""
     verdict = "differs" if found.differs else "flat"
@@ -206,7 +202,7 @@ def ttl_curve_table(run: Run, workload: str) -> str:
         + exact(p.peak_live_entries) + exact(p.peak_checkpoint_bytes)
         + f"<td class=num>{escape(fmt_value(p.ttl_changed_results, 'share'))}</td></tr>"
         for p in points)
-    return _flat_curve_note(run, workload) + (
+    return _flat_curve_note(run, workload, points) + (
         f'<table class="ttl-curve" id="ttl-curve-{escape(workload)}" '
         f'data-workload="{escape(workload)}"><caption>State vs TTL — {escape(workload)}: '
         "what each <code>table.exec.state.ttl</code> keeps and what it changes</caption>"
