@@ -1,16 +1,18 @@
 """Proof of ``statebench regress`` on real commits: planted slowdowns found, empty commits silent.
 
 ``python -m bench.regress_experiment --runs 10 [--neighbour] --out FILE.json`` makes a scratch
-clone of this repository's HEAD with two commits on top of it, each on its own branch: an empty
-commit, and a commit carrying the plants (``workloads/regress/plants.py``: a known number of
-empty loop iterations at the heap's and RocksDB's key switch, so every state benchmark of a
-backend is slower by its own known share). It then runs the check ``--runs`` times for each
-(empty and planted alternating), and counts:
+clone of this repository's HEAD with three commits on top of it, each on its own branch: an
+empty commit, a layout-only commit (a module of unused classes imported by ``backends``: no
+code on any measured path changes, only the interpreter's class layout, which once read as a
+7% regression), and a commit carrying the plants (``workloads/regress/plants.py``: a known
+number of empty loop iterations at the heap's and RocksDB's key switch, so every state
+benchmark of a backend is slower by its own known share). It then runs the check ``--runs``
+times for each (the kinds' order rotating), and counts:
 
 * per planted size bucket (about 5%, 10% and 20% slower, from the loop's measured cost and each
   benchmark's own cost in that run), the share of checks that flagged the benchmark;
-* false flags: any benchmark called changed in an empty check, and any raw loop (which the
-  plants cannot touch) called changed in a planted check.
+* false flags: any benchmark called changed in an empty or a layout-only check, and any raw
+  loop (which the plants cannot touch) called changed in a planted check.
 
 ``--neighbour`` runs a noisy neighbour for the whole experiment: a process that keeps a core
 busy reading and writing a buffer four times a core's cache at random, started and stopped
@@ -37,6 +39,10 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Loop iterations per plant: about 20-30 ns at the heap's key switch (5-20% of its cheap
 #: operations) and about 120 ns at RocksDB's (5-15% of its).
 DEFAULT_PLANTS = ("heap.key=0", "rocksdb.key=25")
+#: Unused generic classes (and as many protocols) of the layout-only commit.
+LAYOUT_CLASSES = 24
+#: The commits checked against the base, in the order of a round (rotated round by round).
+KINDS = ("empty", "layout", "planted")
 
 
 
@@ -52,16 +58,27 @@ def neighbour(stop: Any, megabytes: int = 64) -> None:
 
 
 def scratch_repo(root: Path, plants: list[Any]) -> dict[str, str]:
-    """A clone of HEAD in ``root`` with an empty commit and a planted one on top; their ids."""
+    """A clone of HEAD in ``root`` with an empty, a layout-only and a planted commit, each
+    on top of HEAD; their ids."""
     from workloads.regress import plants as P
 
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(root)], check=True)
     base = P.git_out(root, "rev-parse", "HEAD")
     empty = P.commit(root, [], "empty commit (regress experiment)")
     P.git_out(root, "checkout", "-q", base)
+    layout = P.layout_commit(root, LAYOUT_CLASSES, "layout-only commit (regress experiment)")
+    P.git_out(root, "checkout", "-q", base)
     planted = P.commit(root, plants, "planted regression: " + ", ".join(
         f"{p.site}={p.loops}" for p in plants))
-    return {"base": base, "empty": empty, "planted": planted}
+    return {"base": base, "empty": empty, "layout": layout, "planted": planted}
+
+
+def round_kinds(i: int, planted: bool) -> tuple[str, ...]:
+    """The commits of round ``i`` in their order: :data:`KINDS` rotated by ``i`` (each kind
+    goes first, second and last equally often), without the planted one past
+    ``--planted-runs``."""
+    kinds = KINDS[i % len(KINDS):] + KINDS[:i % len(KINDS)]
+    return tuple(k for k in kinds if planted or k != "planted")
 
 
 def score(result: Any, plants: list[Any], loop_cost: dict[str, float], ops: int,
@@ -94,6 +111,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
     planted = [r for r in runs if r["kind"] == "planted"]
     empty = [r for r in runs if r["kind"] == "empty"]
+    layout = [r for r in runs if r["kind"] == "layout"]
     buckets = {}
     for label, lo, hi in BUCKETS:
         per_check = []
@@ -113,8 +131,10 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         }
     return {
         "planted_checks": len(planted), "empty_checks": len(empty),
+        "layout_checks": len(layout),
         "buckets": buckets,
         "false_flags_empty": sum(len(r["false_flags"]) for r in empty),
+        "false_flags_layout": sum(len(r["false_flags"]) for r in layout),
         "false_flags_planted_nulls": sum(len(r["false_flags"]) for r in planted),
         "seconds_per_check": sorted(r["seconds"] for r in runs),
     }
@@ -157,17 +177,14 @@ def main(argv: list[str] | None = None) -> int:
         commits = scratch_repo(repo, plants)
         trees = {name: Revision(label, *export_revision(repo, commits[name],
                                                         Path(tmp) / name))
-                 for name, label in (("base", "A"), ("empty", "B"), ("planted", "B"))}
+                 for name, label in (("base", "A"), *((k, "B") for k in KINDS))}
         loop_cost = {p.site: P.loop_ns(p.loops) for p in plants}
         if args.neighbour:
             noisy = multiprocessing.Process(target=neighbour, args=(stop,), daemon=True)
             noisy.start()
         try:
             for i in range(args.runs):
-                kinds = ("empty", "planted") if i % 2 == 0 else ("planted", "empty")
-                if i >= args.planted_runs:
-                    kinds = ("empty",)
-                for kind in kinds:
+                for kind in round_kinds(i, i < args.planted_runs):
                     work = Path(tmp) / f"work-{kind}-{i}"
                     work.mkdir()
                     result = run_check(trees["base"], trees[kind], protocol, args.mode,

@@ -256,6 +256,10 @@ class SqlJobConfig:
     #: with the ``event`` clock: the records' times to checkpoint before (the emulation's
     #: barriers), instead of every ``checkpoint_interval_ms`` of wall time; empty: periodic
     checkpoint_times_ms: tuple[int, ...] = ()
+    #: with the ``event`` clock: the records' times to sample RocksDB's state measures before
+    #: (the emulation's sample barriers), instead of every ``sample_interval_ms`` of the paced
+    #: clock; empty: on the paced clock
+    sample_times_ms: tuple[int, ...] = ()
     conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -280,6 +284,10 @@ class SqlJobConfig:
             raise ValueError(f"lower_ms {self.lower_ms} must be <= upper_ms {self.upper_ms}")
         if not self.speedup > 0:
             raise ValueError(f"speedup must be > 0, got {self.speedup}")
+        for name in ("checkpoint_times_ms", "sample_times_ms"):
+            times = list(getattr(self, name))
+            if times != sorted(times):
+                raise ValueError(f"{name} must be ascending, got {times[:5]}...")
 
     def as_request(self) -> dict[str, Any]:
         out = asdict(self)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from backends.flink.lanes import FILE_DEFAULT_CLEANUP, IN_MEMORY_DEFAULT_CLEANUP
 from backends.strategies import COMPACTION_FILTER, parse_strategy
 
 
@@ -33,8 +34,8 @@ class SqlBackend:
     rocksdb: bool
 
 
-ROCKSDB = SqlBackend("rocksdb", "compaction_filter", any_arguments=True, rocksdb=True)
-HASHMAP = SqlBackend("hashmap", "incremental(5, false)", any_arguments=False, rocksdb=False)
+ROCKSDB = SqlBackend("rocksdb", FILE_DEFAULT_CLEANUP, any_arguments=True, rocksdb=True)
+HASHMAP = SqlBackend("hashmap", IN_MEMORY_DEFAULT_CLEANUP, any_arguments=False, rocksdb=False)
 #: Lane backend name -> the Flink state backend its SQL job runs on.
 SQL_BACKENDS: dict[str, SqlBackend] = {"flink-sql": ROCKSDB, "flink-sql-heap": HASHMAP}
 SQL_LANES: dict[str, str] = {lane: b.name for lane, b in SQL_BACKENDS.items()}

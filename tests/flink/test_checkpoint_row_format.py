@@ -284,9 +284,9 @@ def map_entries_at(history: np.ndarray, kind: str, t: float) -> tuple[int, int]:
     return len({k for k, _ in state}), len(state)
 
 
-def build_probe(target: Path) -> str:
-    """javac the probe beside the SQL job's build (it reads SqlJob's package-private query
-    and DDL); the classpath to run it with."""
+def build_probe(target: Path, sources: tuple[Path, ...] = (PROBE,)) -> str:
+    """javac the probe (and the probes built on it: ``sources``) beside the SQL job's build
+    (it reads SqlJob's package-private query and DDL); the classpath to run it with."""
     try:
         build = ensure_sql_job_built()
         javac, _ = find_jdk()
@@ -294,7 +294,7 @@ def build_probe(target: Path) -> str:
         fail_or_skip("the row format probe", exc)
     target.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-d", str(target),
-                           "-cp", build.classpath, str(PROBE)],
+                           "-cp", build.classpath, *map(str, sources)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return os.pathsep.join([str(target), build.classpath])
@@ -331,18 +331,24 @@ def probe(tmp_path_factory: pytest.TempPathFactory, runs: dict[tuple[str, str, s
         times = {"hashmap": checkpoint_times(runs, kind, "hashmap")}
         job["times"] = {"sql": times, "lane": times}
         jobs.append(job)
-    request = root / "request.json"
-    request.write_text(json.dumps({"jobs": jobs, "dir": str(root / "rocksdb")}),
-                       encoding="utf-8")
+    report = run_probe(root, classpath, PROBE_MAIN,
+                       {"jobs": jobs, "dir": str(root / "rocksdb")})
+    return {(r["kind"], r["backend"], r["side"]): r for r in report["rows"]}
+
+
+def run_probe(root: Path, classpath: str, main: str, request: dict[str, Any]) -> dict[str, Any]:
+    """Run probe ``main`` (this module's or one built on it) on ``request`` in a JVM of its
+    own, its temporary files under ``root``; the JSON object it prints."""
+    path = root / "request.json"
+    path.write_text(json.dumps(request), encoding="utf-8")
     _, java = find_jdk()
     local = Path(tempdirs.make("statebench-probe-", dir=root))
     proc = subprocess.run([java, "-Xmx512m", f"-Djava.io.tmpdir={local}", *JVM_OPTIONS,
-                           "-cp", classpath, PROBE_MAIN, str(request)],
+                           "-cp", classpath, main, str(path)],
                           capture_output=True, text=True, timeout=600)
     tempdirs.remove(local)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {(r["kind"], r["backend"], r["side"]): r for r in report["rows"]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 # ------------------------------------------------------------------------------------------
@@ -394,21 +400,23 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str, str],
                      if c["status"] == "COMPLETED" and c["state_bytes"] > 0]
     with lane_session():
         for kind in KINDS:
-            (root / kind).mkdir()
-            cfg = RunConfig(scaled_spec(kind), backends=tuple(BACKENDS.values()),
-                            parallelism=PARALLELISM, checkpoint_root=str(root / kind / "ck"),
-                            local_dir=str(root / kind), time_speedup=1.0)
-            rows = run_in_process(cfg).rows.to_pylist()
+            rows = lane_rows(scaled_spec(kind), tuple(BACKENDS.values()), root / kind)
             for backend, lane in BACKENDS.items():
                 out[(kind, backend, "lane")] = lane_checkpoints(rows, lane)
         for kind in MAP_KINDS:
-            (root / kind).mkdir()
-            cfg = RunConfig(scaled_spec(kind), backends=(BACKENDS["hashmap"],),
-                            parallelism=PARALLELISM, checkpoint_root=str(root / kind / "ck"),
-                            local_dir=str(root / kind), time_speedup=1.0)
-            rows = run_in_process(cfg).rows.to_pylist()
+            rows = lane_rows(scaled_spec(kind), (BACKENDS["hashmap"],), root / kind)
             out[(kind, "hashmap", "lane")] = lane_checkpoints(rows, BACKENDS["hashmap"])
     return out
+
+
+def lane_rows(spec: WorkloadSpec, lanes: tuple[str, ...], root: Path,
+              speedup: float = 1.0) -> list[dict[str, Any]]:
+    """The emulated lanes' rows of one small in-process run of ``spec`` at parallelism 2,
+    checkpointing under ``root`` (inside a ``lane_session``)."""
+    root.mkdir(parents=True, exist_ok=True)
+    cfg = RunConfig(spec, backends=lanes, parallelism=PARALLELISM,
+                    checkpoint_root=str(root / "ck"), local_dir=str(root), time_speedup=speedup)
+    return run_in_process(cfg).rows.to_pylist()
 
 
 def lane_checkpoints(rows: list[dict[str, Any]], lane: str) -> list[tuple[float, float]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -75,6 +76,40 @@ def test_a_planted_commit_differs_from_its_parent_only_by_the_plant(tmp_path: Pa
                      "+                pass"]
     assert not [line for line in diff.splitlines() if line.startswith("-") and
                 not line.startswith("---")]
+
+
+def test_a_layout_only_commit_adds_unused_classes_that_backends_imports(tmp_path: Path) -> None:
+    """The layout null changes no code on a measured path: one new module, one import line,
+    and the package still imports (with the classes made)."""
+    repo = tmp_path / "repo"
+    (repo / "backends").mkdir(parents=True)
+    (repo / P.LAYOUT_IMPORTER).write_text('"""Doc."""\n\nfrom __future__ import annotations\n'
+                                          "\nVALUE = 1\n")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    base = P.commit(repo, [], "base")
+    layout = P.layout_commit(repo, 3, "layout")
+    names = subprocess.run(["git", "diff", "--name-status", base, layout], cwd=repo,
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert names == ["M", P.LAYOUT_IMPORTER, "A", P.LAYOUT_MODULE]
+    done = subprocess.run([sys.executable, "-c", "import backends, backends._layout_null as m; "
+                           "print(backends.VALUE, sum(n.startswith('Unused') for n in vars(m)))"],
+                          cwd=repo, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["1", "6"]
+    (repo / P.LAYOUT_IMPORTER).write_text("VALUE = 1\n")
+    with pytest.raises(CliError, match="no 'from __future__ import annotations'"):
+        P.add_layout_null(repo, 1)
+
+
+def test_the_experiments_rounds_rotate_the_commits_order() -> None:
+    from bench.regress_experiment import KINDS, round_kinds
+
+    orders = [round_kinds(i, planted=True) for i in range(len(KINDS))]
+    assert sorted(orders) == sorted(set(orders)) and len(set(orders)) == len(KINDS)
+    for position in range(len(KINDS)):  # each kind goes first, second and last once
+        assert sorted(o[position] for o in orders) == sorted(KINDS)
+    assert round_kinds(4, planted=False) == tuple(k for k in round_kinds(4, True)
+                                                  if k != "planted")
 
 
 def test_the_planted_share_counts_the_loop_once_per_operation_of_the_matching_benchmarks(

@@ -36,10 +36,14 @@ def test_the_table_counts_false_flags_of_empty_and_planted_checks(tmp_path: Path
     runs = [_run("planted", {"state/a": (0.05, "slower"), "raw/x": (0.0, "slower")},
                  ["raw/x"]),
             _run("empty", {"state/a": (0.0, "slower")}, ["state/a"])]
-    for name, _ in tables.CONDITIONS:
-        (tmp_path / name).write_text(json.dumps({"runs": runs}))
+    layout = [_run("layout", {"state/a": (0.0, "slower")}, ["state/a"]),
+              _run("layout", {"state/a": (0.0, "no change")})]
+    quiet, noisy = (name for name, _ in tables.CONDITIONS[:2])
+    (tmp_path / quiet).write_text(json.dumps({"runs": runs + layout}))
+    (tmp_path / noisy).write_text(json.dumps({"runs": runs}))
     text = tables.detection_table(tmp_path)
-    assert text.count("| 1 in 1 checks | 1 in 1 checks |") == 2
+    assert "| 1 in 1 checks | 1 in 2 checks | 1 in 1 checks |" in text
+    assert "| 1 in 1 checks | not run | 1 in 1 checks |" in text
     (tmp_path / tables.CONDITIONS[0][0]).write_text(json.dumps([1, 2]))
     with pytest.raises(ValueError, match="not a regress experiment document"):
         tables.detection_table(tmp_path)

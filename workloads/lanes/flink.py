@@ -131,7 +131,7 @@ class FlinkLane(Lane):
 
     def task_operator(self, cfg: OperatorConfig, task: int, attempt: int,
                       attempt_id: int | None) -> TaskOperator:
-        reason = flink_cleanup_reason(self.name, cfg.cleanup or cfg.strategy)
+        reason = flink_cleanup_reason(self.name, cfg.configured_cleanup)
         if reason is not None:
             raise RuntimeError(f"{cfg.scenario.label}: {reason}; the runner should have skipped it")
         if cfg.operator is None:

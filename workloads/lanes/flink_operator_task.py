@@ -76,7 +76,7 @@ class FlinkOperatorLane(FlinkLaneOperator):
     def _open(self) -> None:
         cfg = self.cfg
         op: Any = cfg.operator
-        query, periodic = compaction_options(cfg.cleanup or cfg.strategy,
+        query, periodic = compaction_options(cfg.configured_cleanup,
                                              dict(cfg.rocksdb_options))
         options = self._worker_options(f"{self._local}/task", query, periodic, ("rocksdb",))
         self.worker = self.workers.acquire(self.kind, **options)

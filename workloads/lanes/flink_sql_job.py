@@ -36,7 +36,9 @@ Rows (task = -1, the job; ``workloads.run.metrics`` names where they mean the sa
   job with no measured row has no latency rows: absent, not 0),
   ``schedule_lag_max_ms``, ``late_records_share``, ``operator_outputs`` (the changelog rows the
   query emitted: +I, -U, +U and -D), ``sql_job_s`` (s: the job, submission to result);
-* series (``step`` = sample, ``logical_time_ms`` = paced clock, repetition 0), RocksDB only:
+* series (``step`` = sample, ``logical_time_ms`` = the sample's time: under EventTime the
+  emulation's sample barrier, taken before the first record at or past it as the emulation's
+  are; under ProcessingTime the paced clock's), RocksDB only:
   ``estimated_entries`` (RocksDB's ``estimate-num-keys`` summed over every state and timer
   column family: an estimate counting overwritten and expired entries until a compaction drops
   them - not ``live_entries``, which counts unexpired units exactly), ``rocksdb_sst_bytes``
@@ -44,7 +46,8 @@ Rows (task = -1, the job; ``workloads.run.metrics`` names where they mean the sa
   statebench's RocksDB reports it); the HashMap backend exposes no state-size metric;
 * per completed checkpoint triggered while the records ran (from the first record's release to
   the run's end; ``step`` = checkpoint id,
-  ``logical_time_ms`` = trigger time on the paced clock): ``checkpoint_bytes`` (Flink's full
+  ``logical_time_ms`` = under EventTime the emulation's checkpoint time it was placed at,
+  under ProcessingTime its trigger time on the paced clock): ``checkpoint_bytes`` (Flink's full
   state size: every entry in Flink's row serializers), ``checkpoint_uploaded_bytes`` (what
   this checkpoint wrote), ``checkpoint_sync_ms``, ``checkpoint_async_ms``,
   ``checkpoint_total_ms`` (their sum; the maxima over subtasks).
@@ -81,7 +84,7 @@ from workloads.lanes.base import RunView
 from workloads.nexmark import NEXMARK_SCHEMA, generate_nexmark
 from workloads.operators.input import nexmark_config
 from workloads.run import run_tempdirs
-from workloads.run.barriers import checkpoint_times
+from workloads.run.barriers import checkpoint_times, sample_times
 from workloads.run.checkpoints import job_checkpoint_dir, local_checkpoint_root
 from workloads.run.config import DataFacts, OperatorConfig
 from workloads.run.metrics import NO_TIME, MetricRows, Row
@@ -158,12 +161,15 @@ def sql_job_config(cfg: RunView, op_cfg: OperatorConfig, events: Path, count: in
         upper_ms=op.upper_ms, top_n=op.top_n, category=op.category, group_by=op.group_by,
         agg=op.agg,
         sample_interval_ms=op_cfg.sample_interval_ms,
-        query_time_after_num_entries=query_time_after_num_entries(op_cfg.cleanup
-                                                                  or op_cfg.strategy),
+        query_time_after_num_entries=query_time_after_num_entries(
+            op_cfg.configured_cleanup),
         ttl_clock="event" if event_clock else "paced",
         checkpoint_times_ms=tuple(checkpoint_times(op_cfg.start_ms, op_cfg.end_ms,
                                                    op_cfg.checkpoint_interval_ms))
         if event_clock else (),
+        sample_times_ms=tuple(sample_times(op_cfg.start_ms, op_cfg.end_ms,
+                                           op_cfg.sample_interval_ms))
+        if event_clock and op_cfg.emit_series else (),
         conf=conf)
 
 

@@ -280,8 +280,8 @@ class FlinkLaneOperator:
 
     def _open(self) -> None:
         cfg = self.cfg
-        query, periodic = compaction_options(cfg.cleanup or cfg.strategy,
-                                              dict(cfg.rocksdb_options))
+        query, periodic = compaction_options(cfg.configured_cleanup,
+                                             dict(cfg.rocksdb_options))
         options = self._worker_options(self._local, query, periodic, ("rocksdb", *FORST_KINDS))
         primary = self._primary
         if primary is not None:

@@ -429,7 +429,7 @@ def processor_settings(run: RunView, cfg: OperatorConfig) -> Any:
     (spark_event_timer's in the records' ms: it runs on their time)."""
     from backends.spark.tws import SPARK_STATE_TYPES, ProcessorSettings
 
-    registered = strategy_of_label(run.cleanup_of(cfg.strategy))
+    registered = strategy_of_label(cfg.configured_cleanup)
     wall = None if cfg.ttl_ms is None else max(1, round(cfg.ttl_ms / run.speedup))
     return ProcessorSettings(
         state_types=tuple(s for s in cfg.state_types if s in SPARK_STATE_TYPES),

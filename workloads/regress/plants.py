@@ -120,6 +120,50 @@ def commit(repo: Path, plants: Sequence[Plant], message: str) -> str:
     return git_out(repo, "rev-parse", "HEAD")
 
 
+#: The layout-only null: a module of unused classes, imported (never called) when ``backends``
+#: is. It changes no code on any measured path, only which classes the interpreter made
+#: before the measured ones (CPython's attribute cache is indexed by their version tags): a
+#: check that flags it reads the interpreter's layout, not code (docs/performance.md).
+LAYOUT_PACKAGE, LAYOUT_NAME = "backends", "_layout_null"
+#: The layout null's file and the file that imports it (a commit's, never this tree's).
+LAYOUT_MODULE = f"{LAYOUT_PACKAGE}/{LAYOUT_NAME}.py"
+LAYOUT_IMPORTER = f"{LAYOUT_PACKAGE}/__init__.py"
+
+
+def layout_source(classes: int) -> str:
+    """A module of ``classes`` unused generic classes and as many protocols (the kind of
+    class whose registry read as a 7% "regression" before the layout was drawn per pair)."""
+    lines = ['"""Unused classes: a layout-only commit of the regress experiment."""', "",
+             "from typing import Generic, Protocol, TypeVar", "", 'T = TypeVar("T")', ""]
+    for i in range(classes):
+        lines += ["", f"class Unused{i}(Generic[T]):", "    def value(self) -> T | None:",
+                  "        return None", "", "",
+                  f"class UnusedProtocol{i}(Protocol):", "    def value(self) -> int: ...", ""]
+    return "\n".join(lines)
+
+
+def add_layout_null(tree: Path, classes: int) -> None:
+    """Write the layout-only module into ``tree`` and import it first thing in ``backends``."""
+    (tree / LAYOUT_MODULE).write_text(layout_source(classes), encoding="utf-8")
+    importer = tree / LAYOUT_IMPORTER
+    source = importer.read_text(encoding="utf-8")
+    anchor = "from __future__ import annotations\n"
+    if anchor not in source:
+        raise CliError(f"{LAYOUT_IMPORTER}: no '{anchor.strip()}' to import the layout null after")
+    importer.write_text(source.replace(
+        anchor, anchor + f"\nimport {LAYOUT_PACKAGE}.{LAYOUT_NAME}  # noqa: F401  (layout-only)\n",
+        1), encoding="utf-8")
+
+
+def layout_commit(repo: Path, classes: int, message: str) -> str:
+    """A commit on top of ``repo``'s HEAD that only adds the layout-only module; its id."""
+    add_layout_null(repo, classes)
+    git_out(repo, "add", "-A")
+    git_out(repo, "-c", "user.name=statebench", "-c", "user.email=statebench@localhost",
+            "commit", "-q", "--no-verify", "-m", message)
+    return git_out(repo, "rev-parse", "HEAD")
+
+
 def loop_ns(loops: int, number: int = 200_000, repeat: int = 7) -> float:
     """Nanoseconds one planted loop of ``loops`` iterations costs, inside a function as it is
     planted (the best of ``repeat`` timings: the loop's cost, not the machine's noise)."""

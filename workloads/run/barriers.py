@@ -27,6 +27,17 @@ def checkpoint_times(start_ms: int, end_ms: int, interval_ms: int) -> list[int]:
     return list(range(start_ms + interval_ms, end_ms, interval_ms))
 
 
+def sample_times(start_ms: int, end_ms: int, interval_ms: int) -> list[int]:
+    """The times a run's metric samples are taken at (each before the first record at or
+    after it, the ones past the last record once every record is in): every interval from
+    the start, the last at or past the end. The Flink SQL job samples its RocksDB measures at
+    these under the event clock."""
+    if interval_ms <= 0 or end_ms <= start_ms:
+        return []
+    return [start_ms + k * interval_ms
+            for k in range(1, math.ceil((end_ms - start_ms) / interval_ms) + 1)]
+
+
 def barrier_schedule(cfg: OperatorConfig) -> list[Barrier]:
     """Checkpoint and sample barriers of a run, in firing order."""
     out: list[Barrier] = []
@@ -37,7 +48,6 @@ def barrier_schedule(cfg: OperatorConfig) -> list[Barrier]:
         out += [Barrier(t, CHECKPOINT, k + 1)
                 for k, t in enumerate(checkpoint_times(start, end, cfg.checkpoint_interval_ms))]
     if cfg.emit_series:
-        si = cfg.sample_interval_ms
-        for k in range(1, math.ceil((end - start) / si) + 1):
-            out.append(Barrier(start + k * si, SAMPLE, k))
+        out += [Barrier(t, SAMPLE, k + 1)
+                for k, t in enumerate(sample_times(start, end, cfg.sample_interval_ms))]
     return sorted(out)

@@ -85,6 +85,11 @@ class OperatorConfig:
         return ScenarioId(self.workload, self.backend, self.strategy, self.run_id)
 
     @property
+    def configured_cleanup(self) -> str:
+        """The strategy text this scenario configures (its lane's, for a sweep label)."""
+        return self.cleanup or self.strategy
+
+    @property
     def never_return_expired(self) -> bool:
         return self.ttl_ms is not None and self.visibility == "NeverReturnExpired"
 

@@ -39,7 +39,7 @@ def ttl_config_of(cfg: OperatorConfig) -> backends.StateTtlConfig | None:
         .set_state_visibility(T.StateVisibility[cfg.visibility])
         .set_ttl_time_characteristic(T.TtlTimeCharacteristic[cfg.time_characteristic])
     )
-    return backends.parse_strategy(cfg.cleanup or cfg.strategy).configure(builder).build()
+    return backends.parse_strategy(cfg.configured_cleanup).configure(builder).build()
 
 
 def descriptors(cfg: OperatorConfig) -> dict[str, backends.StateDescriptor]:

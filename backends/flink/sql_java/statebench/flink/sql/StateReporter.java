@@ -24,7 +24,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * the metric monitor's lock, which the backend closes before its database: a reporter reads
  * them safely from its own thread while the job runs, where reading a backend directly could
  * touch a closed database. Each report (every 50 ms wall) sums each property over the column
- * families and subtasks and keeps one sample per sample interval of the paced clock.
+ * families and subtasks and keeps one sample per sample interval of the paced clock; under the
+ * event clock the source asks for each sample at its records' time instead ({@link #sample}).
  * The HashMap backend exposes no state-size metric; its measure is the checkpoints' full size.
  *
  * <p>It also keeps the keyed task's {@code numRecordsIn} and {@code accumulateBusyTimeMs} (per
@@ -223,7 +224,7 @@ public final class StateReporter implements MetricReporter, Scheduled {
 
     @Override
     public void report() {
-        if (GAUGES.isEmpty() || !SqlJob.Clock.aligned()) {
+        if (GAUGES.isEmpty() || !SqlJob.Clock.aligned() || SqlJob.EventSamples.placed()) {
             return;
         }
         long now = SqlJob.Clock.now();
@@ -233,6 +234,13 @@ public final class StateReporter implements MetricReporter, Scheduled {
             }
             nextSampleMs = now + sampleIntervalMs;
         }
+        sample(now);
+    }
+
+    /** One sample of every RocksDB gauge, summed, as the state at {@code clockMs}: from the
+     *  reporter on the paced clock, or from the source at a record's time. Nothing when no
+     *  gauge is registered or has a value (a backend opening or closing). */
+    static void sample(long clockMs) {
         Map<String, Long> totals = new TreeMap<>();
         Map<String, Long> keysByFamily = new TreeMap<>();
         for (Map.Entry<String, Gauge<?>> e : GAUGES.entrySet()) {
@@ -258,9 +266,15 @@ public final class StateReporter implements MetricReporter, Scheduled {
         if (totals.isEmpty()) {
             return; // no gauge had a value (a backend opening or closing): nothing measured
         }
+        long recordsIn = 0;
+        for (long[] v : keyedTask().values()) {
+            recordsIn += v[0];
+        }
         synchronized (LOCK) {
             ObjectNode s = samples.addObject();
-            s.put("clock_ms", now);
+            s.put("clock_ms", clockMs);
+            // which records the sample holds: the keyed task's input so far
+            s.put("keyed_records_in", recordsIn);
             for (Map.Entry<String, Long> t : totals.entrySet()) {
                 s.put(t.getKey(), t.getValue());
             }
