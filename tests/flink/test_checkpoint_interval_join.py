@@ -68,6 +68,7 @@ from tests.flink.test_checkpoint_row_format import (
     build_probe,
     lane_checkpoints,
     lane_rows,
+    print_replay,
     run_probe,
     sql_job,
 )
@@ -287,8 +288,7 @@ def test_on_hashmap_the_row_format_predicts_the_real_jobs_larger_checkpoints(
         counts = ", ".join(f"{k} {v}" for k, v in p.items() if k not in ("t", "bytes"))
         print(f"hashmap {side}: peak t={t:.0f} {b:.0f} B measured, {p['bytes']} B replayed "
               f"({at[EMPTY]['bytes']} B of it the empty states'); {counts}")
-        print(f"  {side} (measured/replayed): " + ", ".join(
-            f"t={t:.0f} {b:.0f}/{p:.0f}" for (t, b), p in zip(cps, replayed(row, cps))))
+        print_replay(side, cps, replayed(row, cps))
     print(f"hashmap: predicted {ratio:.3f}x, measured {measured:.3f}x, lane format on both "
           f"sides {same_format:.3f}x")
     assert abs(ratio / measured - 1) <= TOLERANCE, (ratio, measured)

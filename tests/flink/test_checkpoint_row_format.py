@@ -409,6 +409,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str, str],
     return out
 
 
+def print_replay(label: str, checkpoints: list, replayed_bytes: list) -> None:
+    """One side's measured checkpoints beside its replay's, for the test's output."""
+    print(f"  {label} (measured/replayed): " + ", ".join(
+        f"t={t:.0f} {b:.0f}/{p:.0f}" for (t, b), p in zip(checkpoints, replayed_bytes)))
+
+
 def lane_rows(spec: WorkloadSpec, lanes: tuple[str, ...], root: Path,
               speedup: float = 1.0) -> list[dict[str, Any]]:
     """The emulated lanes' rows of one small in-process run of ``spec`` at parallelism 2,
@@ -489,8 +495,7 @@ def ratios(kind: str, backend: str, probe: dict[tuple[str, str, str], dict],
           f"{peak_real[1]:.0f} lane {peak_lane[1]:.0f}; predicted {ratio:.3f}x, measured "
           f"{measured:.3f}x, lane format on both sides {same_format:.3f}x")
     for side, cps, row in (("real", real, sql_row), ("lane", lane, lane_row)):
-        print(f"  {side} (measured/replayed): " + ", ".join(
-            f"t={t:.0f} {b:.0f}/{p:.0f}" for (t, b), p in zip(cps, replayed(row, cps))))
+        print_replay(side, cps, replayed(row, cps))
     return measured, ratio, same_format
 
 
@@ -592,8 +597,7 @@ def map_ratios(kind: str, probe: dict[tuple[str, str, str], dict],
         p = max(replayed(row, cps))
         print(f"{kind} hashmap {side}: peak t={t:.0f} {b:.0f} B measured, {p:.0f} B replayed; "
               f"{keys} keys, {entries} map entries, {p / entries:.1f} B per entry")
-        print(f"  {side} (measured/replayed): " + ", ".join(
-            f"t={t:.0f} {b:.0f}/{p:.0f}" for (t, b), p in zip(cps, replayed(row, cps))))
+        print_replay(side, cps, replayed(row, cps))
     print(f"{kind} hashmap: predicted {ratio:.3f}x, measured {measured:.3f}x, lane format on "
           f"both sides {same_format:.3f}x")
     return measured, ratio, same_format

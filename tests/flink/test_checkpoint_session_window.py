@@ -62,6 +62,7 @@ from tests.flink.test_checkpoint_row_format import (
     lane_checkpoints,
     lane_rows,
     operator_input,
+    print_replay,
     run_probe,
     sql_job,
 )
@@ -215,8 +216,7 @@ def ratios(backend: str, probe: dict[str, Any],
         print(f"{backend} {side}: peak replayed t={peak[0]} {peak[1]} B, {peak[2]} keys, "
               f"{peak[3]} windows, {peak[1] / peak[3]:.1f} B per window; measured peak "
               f"{max(b for _, b in cps):.0f} B")
-        print(f"  {side} (measured/replayed): " + ", ".join(
-            f"t={t:.0f} {b:.0f}/{p[1]:.0f}" for (t, b), p in zip(cps, points)))
+        print_replay(side, cps, [p[1] for p in points])
     print(f"{backend}: predicted {ratio:.3f}x, measured {measured:.3f}x, lane format on both "
           f"sides {same_format:.3f}x")
     return measured, ratio, same_format
@@ -319,8 +319,7 @@ def test_on_rocksdb_the_replay_predicts_the_real_jobs_sst_checkpoints(
     for side in ("sql", "lane"):
         cps = settled(side, runs[("rocksdb", side)])
         points = replayed(probe["rows"][("rocksdb", side)], cps)
-        print(f"  {side} settled (measured/replayed): " + ", ".join(
-            f"t={t:.0f} {b:.0f}/{p[1]:.0f}" for (t, b), p in zip(cps, points)))
+        print_replay(f"{side} settled", cps, [p[1] for p in points])
         for (t, b), p in zip(cps, points):
             assert abs(p[1] / b - 1) <= 0.05, (side, t, b, p)
         peaks[side] = (max(b for _, b in cps), max(p[1] for p in points))

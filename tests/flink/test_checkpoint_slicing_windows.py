@@ -68,6 +68,7 @@ from tests.flink.test_checkpoint_row_format import (
     lane_checkpoints,
     lane_rows,
     operator_input,
+    print_replay,
     run_probe,
     sql_job,
 )
@@ -307,8 +308,7 @@ def ratios(kind: str, backend: str, probe: dict[tuple[str, str, str, str], dict]
               f"{row['timer_bytes']} B; replayed peak t={t} {b} B: {entries} entries, "
               f"{timers} timers, {b / max(1, entries + timers):.1f} B per entry or timer")
         at = {p[0]: p[1] for p in row["replay"]}
-        print(f"  {side} (measured/replayed): " + ", ".join(
-            f"t={t:.0f} {b:.0f}/{at.get(int(t), 0)}" for t, b in cps))
+        print_replay(side, cps, [at.get(int(t), 0) for t, _ in cps])
     print(f"{kind} {backend}: " + ", ".join(f"{k} {v:.3f}x" for k, v in out.items()))
     return out
 
