@@ -43,7 +43,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -145,12 +144,16 @@ def measure(workloads: Sequence[str], backends: Sequence[str], strategies: Seque
     after each workload (the file is written as it goes, so an interrupted measurement keeps
     the workloads it finished)."""
     from workloads.report.load import load_run
+    from workloads.run import run_tempdirs
     from workloads.run.compare import run_comparison, write_comparison
     from workloads.run.plan import RunConfig
     from workloads.spec import load_spec
 
     records: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="statebench-bands-") as tmp:
+    # owner-tagged: a run stopped by a signal removes it, one killed outright is swept by the
+    # next start (this tool's or any statebench command's)
+    run_tempdirs.sweep()
+    with run_tempdirs.temp_dir("statebench-bands-") as tmp:
         for name in workloads:
             spec = load_spec(name)
             if events is not None:
@@ -294,6 +297,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wrote {args.out}: {len(doc['bands'])} bands from {len(every)} pair runs",
               file=sys.stderr)
 
+    from workloads.run import run_tempdirs
+
+    run_tempdirs.install_signal_handlers()  # SIGTERM / SIGINT: the work folder goes too
     measure(*split, repeats=args.repeats, events=args.events, done=write,
             loaded=args.neighbour_repeats)
     return 0
