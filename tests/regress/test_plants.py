@@ -64,8 +64,6 @@ def test_a_planted_commit_differs_from_its_parent_only_by_the_plant(tmp_path: Pa
     (repo / site.path).write_text(SOURCE.replace("class Backend", "class HeapKeyedStateBackend")
                                   .replace("def make", "def _make_key_selector"))
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    base = P.commit(repo, [], "base")
-    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
     base = P.commit(repo, [], "base with the file")
     planted = P.commit(repo, [P.Plant("heap.key", 4)], "planted")
     diff = subprocess.run(["git", "diff", "--unified=0", base, planted], cwd=repo,
@@ -86,7 +84,6 @@ def test_a_layout_only_commit_adds_unused_classes_that_backends_imports(tmp_path
     (repo / P.LAYOUT_IMPORTER).write_text('"""Doc."""\n\nfrom __future__ import annotations\n'
                                           "\nVALUE = 1\n")
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
     base = P.commit(repo, [], "base")
     layout = P.layout_commit(repo, 3, "layout")
     names = subprocess.run(["git", "diff", "--name-status", base, layout], cwd=repo,

@@ -58,7 +58,6 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         if (ROOT / name).is_file():
             (repo / name).parent.mkdir(parents=True, exist_ok=True)
             (repo / name).write_bytes((ROOT / name).read_bytes())
-    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
     base = P.commit(repo, [], "the checkout as it is")
     empty = P.commit(repo, [], "an empty commit")
     subprocess.run(["git", "checkout", "-q", "-b", "planted", base], cwd=repo, check=True)
@@ -139,7 +138,6 @@ def test_the_full_check_names_an_exact_figure_that_a_commit_changed(clone: dict,
     _checkout(repo, clone["base"])  # type: ignore[arg-type]
     spec = repo / "workloads" / "specs" / "sessions-churn.toml"
     spec.write_text(spec.read_text().replace("seed = 3", "seed = 4", 1))
-    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
     changed = P.commit(repo, [], "another seed")
     done = statebench(repo, "regress", str(clone["base"]), changed, "--full", "--bench",
                       "scenario/sessions-churn/heap/timer", "--pairs", "2", results=tmp_path)

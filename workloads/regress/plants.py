@@ -111,10 +111,9 @@ def git_out(repo: Path, *args: str) -> str:
 
 def commit(repo: Path, plants: Sequence[Plant], message: str) -> str:
     """A commit on top of ``repo``'s HEAD (a scratch clone's: this moves its branch) carrying
-    ``plants`` (none: an empty commit); returns its id."""
+    ``plants`` and whatever else the tree holds uncommitted (neither: an empty commit); its id."""
     apply(repo, plants)
-    if plants:
-        git_out(repo, "add", "-A")
+    git_out(repo, "add", "-A")  # the plants, and whatever else the caller wrote into the tree
     git_out(repo, "-c", "user.name=statebench", "-c", "user.email=statebench@localhost",
          "commit", "-q", "--allow-empty", "--no-verify", "-m", message)
     return git_out(repo, "rev-parse", "HEAD")
@@ -158,10 +157,7 @@ def add_layout_null(tree: Path, classes: int) -> None:
 def layout_commit(repo: Path, classes: int, message: str) -> str:
     """A commit on top of ``repo``'s HEAD that only adds the layout-only module; its id."""
     add_layout_null(repo, classes)
-    git_out(repo, "add", "-A")
-    git_out(repo, "-c", "user.name=statebench", "-c", "user.email=statebench@localhost",
-            "commit", "-q", "--no-verify", "-m", message)
-    return git_out(repo, "rev-parse", "HEAD")
+    return commit(repo, [], message)
 
 
 def loop_ns(loops: int, number: int = 200_000, repeat: int = 7) -> float:
