@@ -12,8 +12,6 @@ JVM for the module's quiet jobs; the slow test runs the same jobs beside two bus
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ import pytest
 
 from backends.flink.sql_job import SqlJobConfig, run_sql_jobs
 from workloads.lanes.flink_sql_job import events_in_time_order, sql_job_config, write_events_csv
+from workloads.report.real_engine_bands import Neighbour
 from workloads.run.barriers import (
     CHECKPOINT,
     SAMPLE,
@@ -142,14 +141,8 @@ def test_beside_two_busy_processes_the_checkpoints_hold_the_same_records(
     file layout) are within 5% of the quiet job's beside a neighbour loading both cores: the
     records they hold do not move with the load (a few records of slack: the barrier follows
     the record at the time, or the few released while the trigger travels)."""
-    neighbours = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-                  for _ in range(2)]
-    try:
+    with Neighbour(processes=2):
         loaded = run_sql_jobs(jobs(tmp_path))
-    finally:
-        for p in neighbours:
-            p.kill()
-            p.wait()
     quiet_sizes = [c["state_bytes"] for c in quiet[1]["checkpoints"]]
     loaded_sizes = [c["state_bytes"] for c in loaded[1]["checkpoints"]]
     print(f"HashMap checkpoints quiet {quiet_sizes}, loaded {loaded_sizes}; lag "

@@ -21,8 +21,6 @@ records' time: of the same size, not equal).
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -49,6 +47,7 @@ from workloads.operators import OPERATOR_CLASSES, make_operator
 from workloads.operators.base import Output, View
 from workloads.operators.results import replay
 from workloads.operators.rows import AUCTION_ROW, BID_ROW
+from workloads.report.real_engine_bands import Neighbour
 from workloads.run.plan import RunConfig
 from workloads.spec import OPERATOR_KINDS, WorkloadSpec, load_spec
 
@@ -289,14 +288,8 @@ def test_a_neighbour_loading_both_cores_moves_the_ttl_share_by_under_a_point(
     behind its paced clock, and its TTL share still stays within a percentage point of the
     emulation's (on the paced clock it moved with the load: docs/operators.md, "Pacing and the
     TTL clock")."""
-    neighbours = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-                  for _ in range(2)]
-    try:
+    with Neighbour(processes=2):
         ttl_run, reference = run_sql_jobs(join_jobs(tmp_path))
-    finally:
-        for p in neighbours:
-            p.kill()
-            p.wait()
     share, exact, apart = join_shares(ttl_run, reference)
     print(f"q20 TTL {JOIN_TTL_MS} ms beside two busy processes: changed {share:.2%} real, "
           f"{exact:.2%} emulated; {apart:.2%} apart; {ttl_run['late_records']} records late, "

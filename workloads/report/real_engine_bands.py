@@ -79,12 +79,15 @@ LOADED = "beside a neighbour loading every core"
 
 
 class Neighbour:
-    """One spinning process per core for the length of a ``with`` block: the machine loaded
-    the way a busy tenant loads it."""
+    """Spinning processes, one per core unless ``processes`` says how many, for the length of
+    a ``with`` block: the machine loaded the way a busy tenant loads it."""
+
+    def __init__(self, processes: int | None = None) -> None:
+        self.processes = processes or os.cpu_count() or 1
 
     def __enter__(self) -> Neighbour:
         self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-                      for _ in range(os.cpu_count() or 1)]
+                      for _ in range(self.processes)]
         return self
 
     def __exit__(self, *exc: object) -> None:
