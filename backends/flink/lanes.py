@@ -46,12 +46,6 @@ IN_MEMORY_KINDS = frozenset({"heap"})
 IN_MEMORY_DEFAULT_CLEANUP = "incremental(5, false)"
 FILE_DEFAULT_CLEANUP = "compaction_filter"
 
-
-def default_cleanup(lane: str) -> str:
-    """Flink's default background cleanup on ``lane``'s backend (a TTL sweep's scenarios run
-    it there: Flink has no timer cleanup)."""
-    return (IN_MEMORY_DEFAULT_CLEANUP if LANE_KINDS[lane] in IN_MEMORY_KINDS
-            else FILE_DEFAULT_CLEANUP)
 #: The Flink backend kinds that are ForSt (a primary folder of their own, URI-named).
 FORST_KINDS = frozenset({"forst", "forst-async"})
 #: The Flink backend kinds driven through the State V2 API (no OnReadAndWrite TTL).
@@ -68,6 +62,14 @@ FILE_LAYOUT_KINDS = frozenset({"rocksdb", "forst", "forst-async"})
 FLINK_CONFIGURATIONS = {"rocksdb": ("flink_rocksdb", rocksdb_configuration),
                         "forst": ("flink_forst", forst_configuration),
                         "forst-async": ("flink_forst", forst_configuration)}
+
+
+def default_cleanup(lane: str) -> str:
+    """Flink's default background cleanup on ``lane``'s backend (a TTL sweep's scenarios run
+    it there: Flink has no timer cleanup)."""
+    return (IN_MEMORY_DEFAULT_CLEANUP if LANE_KINDS[lane] in IN_MEMORY_KINDS
+            else FILE_DEFAULT_CLEANUP)
+
 
 V2_READ_AND_WRITE_REASON = (
     "State V2 refuses TTL with update type OnReadAndWrite ('OnReadAndWrite update type is not "

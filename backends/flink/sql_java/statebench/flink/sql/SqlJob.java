@@ -140,6 +140,12 @@ public final class SqlJob {
         long[] sampleTimesMs = new long[0];
         Map<String, String> conf = new java.util.LinkedHashMap<>();
 
+        /** Whether the keyed backends' TTL clock is the records' time (the lockstep, and the
+         *  checkpoints and samples placed at the emulation's times, follow from it). */
+        boolean eventClock() {
+            return ttlClock.equals("event");
+        }
+
         static Job of(JsonNode n) throws UsageError {
             Job j = new Job();
             j.events = text(n, "events");
@@ -170,7 +176,7 @@ public final class SqlJob {
             if (!j.ttlClock.equals("paced") && !j.ttlClock.equals("event")) {
                 throw new UsageError("ttl_clock must be paced or event, got '" + j.ttlClock + "'");
             }
-            j.shiftMs = j.ttlClock.equals("event") ? shift(j.windowMs, j.outOfOrdernessMs) : 0;
+            j.shiftMs = j.eventClock() ? shift(j.windowMs, j.outOfOrdernessMs) : 0;
             j.checkpointTimesMs = times(n, "checkpoint_times_ms");
             j.sampleTimesMs = times(n, "sample_times_ms");
             JsonNode conf = n.path("conf");
@@ -492,7 +498,7 @@ public final class SqlJob {
         conf.setString("execution.checkpointing.incremental", Boolean.toString(j.incremental));
         conf.setString("parallelism.default", Integer.toString(j.parallelism));
         conf.setString(TTL_CLOCK, j.ttlClock);
-        if (j.ttlClock.equals("event")) {
+        if (j.eventClock()) {
             // a watermark after every record that advances it (no periodic one): the event
             // clock reads the keyed task's input watermark (PacedBackendFactory.EventClock)
             conf.setString("pipeline.auto-watermark-interval", "0 ms");
@@ -530,7 +536,7 @@ public final class SqlJob {
         Clock.reset(j.speedup, j.startMs);
         StateReporter.reset(j.sampleIntervalMs);
         Counter.reset();
-        Lockstep.reset(j.ttlClock.equals("event"), j.outOfOrdernessMs + 1 - j.shiftMs);
+        Lockstep.reset(j.eventClock(), j.outOfOrdernessMs + 1 - j.shiftMs);
         Configuration conf = jobConfiguration(j);
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
         env.setParallelism(j.parallelism);
@@ -553,7 +559,7 @@ public final class SqlJob {
         Pace.total = j.count;
         EventCheckpoints.reset(mini, graph.getJobID(), EventCheckpoints.placed(j)
                 ? j.checkpointTimesMs : new long[0]);
-        EventSamples.reset(j.ttlClock.equals("event") ? j.sampleTimesMs : new long[0]);
+        EventSamples.reset(j.eventClock() ? j.sampleTimesMs : new long[0]);
         JobID id = mini.submitJob(graph).get().getJobID();
         java.util.concurrent.CompletableFuture<JobResult> ending = mini.requestJobResult(id);
         if (EventCheckpoints.placed(j)) {
@@ -812,18 +818,20 @@ public final class SqlJob {
                 new java.util.concurrent.atomic.AtomicInteger();
         private static final java.util.concurrent.atomic.AtomicInteger RETRIED =
                 new java.util.concurrent.atomic.AtomicInteger();
+        /** A declined placed checkpoint is triggered again this many times at most, this
+         *  long apart ({@link #trigger}). */
         private static final int RETRIES = 20;
+        private static final long RETRY_PAUSE_MS = 10L;
         /** At most this long a placed checkpoint waits for idle source subtasks to finish. */
         private static final long IDLE_WAIT_NANOS = 5_000_000_000L;
         private static volatile boolean idleSourcesFinished;
-        private static final long RETRY_PAUSE_MS = 10L;
         /** At most this long the last record waits for the checkpoints in flight. */
         private static final long MAX_WAIT_NANOS = 60_000_000_000L;
         /** Checkpoint id -> the records' time it was placed at. */
         private static final Map<Long, Long> PLACED = new java.util.concurrent.ConcurrentHashMap<>();
 
         static boolean placed(Job j) {
-            return j.ttlClock.equals("event") && j.checkpointTimesMs.length > 0;
+            return j.eventClock() && j.checkpointTimesMs.length > 0;
         }
 
         static synchronized void reset(MiniCluster cluster, JobID id, long[] at) {
